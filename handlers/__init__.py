@@ -1,0 +1,1 @@
+"""Operation handlers: one module per spec tag, one function per operationId verb."""

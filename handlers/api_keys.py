@@ -1,0 +1,78 @@
+"""API keys (`/api_keys`): spec section 4.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import ApiKey, Principal
+from tunnelgw import accounts, auth, db, ids, resources
+from tunnelgw.auth import Caller
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+OWNER_PREFIXES = ("usr", "bot")
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    caller = auth.caller()
+    async with db.write() as session:
+        owner = await _owner(session, caller, body.get("owner_id"))
+        key, token = await accounts.issue_key(
+            session,
+            owner,
+            description=body.get("description") or "",
+            meta=body.get("metadata") or "",
+        )
+    return key.to_api(token=token), 201
+
+
+async def _owner(session: Any, caller: Caller, owner_id: str | None) -> Principal:
+    """The key's owner: the caller by default; another principal only for admins."""
+    owner_id = owner_id or caller.principal_id
+    if owner_id != caller.principal_id and not caller.is_admin:
+        raise ApiError(
+            Code.PERMISSION_DENIED,
+            "Only an admin may create a key for another principal.",
+            field="owner_id",
+        )
+    if not any(ids.is_valid(owner_id, prefix) for prefix in OWNER_PREFIXES):
+        raise ApiError(
+            Code.INVALID_ID, "owner_id must be a user (usr_...) or bot (bot_...) id.",
+            field="owner_id",
+        )
+    owner = await session.get(Principal, owner_id)
+    if owner is None or owner.account_id != caller.account_id:
+        raise ApiError(
+            Code.REFERENCE_NOT_FOUND, f"No principal {owner_id!r} in this account.",
+            field="owner_id",
+        )
+    return owner
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async with db.read() as session:
+        return (await resources.get_owned(session, ApiKey, auth.caller(), id)).to_api()
+
+
+async def list(  # noqa: A001
+    limit: int = resources.MAX_LIMIT, before_id: str | None = None, beforeId: str | None = None  # noqa: N803
+) -> dict[str, Any]:
+    async with db.read() as session:
+        return await resources.page(
+            session, ApiKey, auth.caller(), key="keys", limit=limit,
+            before_id=before_id, before_id_alias=beforeId,
+        )
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    async with db.write() as session:
+        key = await resources.get_owned(session, ApiKey, auth.caller(), id)
+        resources.apply_patch(key, body or {}, resources.DESCRIBED_FIELDS)
+    return key.to_api()
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as session:
+        await resources.delete_owned(session, ApiKey, auth.caller(), id)
+    return None, 204

@@ -1,0 +1,19 @@
+"""Accounts: the tenant boundary. Every other row belongs to one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import ClassVar
+
+from sqlmodel import Field, SQLModel
+
+from models.base import TIMESTAMP, id_field
+from tunnelgw import timefmt
+
+
+class Account(SQLModel, table=True):
+    PREFIX: ClassVar[str] = "acct"
+
+    id: str = id_field(primary_key=True)
+    name: str = ""
+    created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)

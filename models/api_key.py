@@ -1,0 +1,33 @@
+"""API keys: bearer credentials. Only the SHA-256 of the token is stored."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import Index
+from sqlmodel import Field
+
+from models.base import AccountScoped, Described, id_field
+from tunnelgw import timefmt
+
+
+class ApiKey(AccountScoped, Described, table=True):
+    __tablename__ = "api_key"
+    __table_args__ = (Index("ix_api_key_account_id_id", "account_id", "id"),)
+    PREFIX: ClassVar[str] = "ak"
+    PATH: ClassVar[str] = "/api_keys"
+
+    owner_id: str = id_field(foreign_key="principal.id", ondelete="CASCADE", index=True)
+    token_hash: str = Field(max_length=64, unique=True)
+
+    def to_api(self, token: str | None = None) -> dict[str, Any]:
+        """The API shape; `token` is passed only by the create operation."""
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "description": self.description,
+            "metadata": self.meta,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "token": token,
+            "owner_id": self.owner_id,
+        }

@@ -1,0 +1,45 @@
+"""Columns shared by every table, and the one place a row becomes its API shape."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import DateTime, String, Text
+from sqlmodel import Field, SQLModel
+
+from tunnelgw import timefmt, urls
+
+# Ids sort byte-wise (base62 in ASCII order); PostgreSQL must not apply a locale collation.
+ID_TYPE = String(64).with_variant(String(64, collation="C"), "postgresql")
+TIMESTAMP = DateTime(timezone=True)
+
+
+def id_field(**kwargs: Any) -> Any:
+    return Field(sa_type=ID_TYPE, **kwargs)
+
+
+class AccountScoped(SQLModel):
+    """Columns of every account-owned resource: id, owner account, creation time."""
+
+    PREFIX: ClassVar[str]
+    PATH: ClassVar[str]  # collection path, e.g. "/api_keys"
+
+    id: str = id_field(primary_key=True)
+    account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")
+    created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
+
+    @property
+    def uri(self) -> str:
+        return urls.absolute(f"{self.PATH}/{self.id}")
+
+    def to_api(self) -> dict[str, Any]:  # pragma: no cover - every table overrides it
+        raise NotImplementedError
+
+
+class Described(SQLModel):
+    """The free-text `description` and `metadata` of user-managed resources."""
+
+    description: str = Field(default="", sa_type=Text)
+    # `metadata` is reserved by SQLAlchemy's declarative base; the column keeps the API name.
+    meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})

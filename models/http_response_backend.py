@@ -1,0 +1,35 @@
+"""HTTP response backends: a fixed status, headers and body to answer traffic with."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, Text
+from sqlmodel import Field
+
+from models.base import AccountScoped, Described
+from tunnelgw import timefmt
+
+
+class HttpResponseBackend(AccountScoped, Described, table=True):
+    __tablename__ = "http_response_backend"
+    __table_args__ = (Index("ix_http_response_backend_account_id_id", "account_id", "id"),)
+    PREFIX: ClassVar[str] = "bkdhr"
+    PATH: ClassVar[str] = "/backends/http_response"
+
+    body: str = Field(default="", sa_type=Text)
+    # Header names stored lowercased; NULL when there are none.
+    headers: dict[str, str] | None = Field(default=None, sa_type=JSON)
+    status_code: int = 200
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "description": self.description,
+            "metadata": self.meta,
+            "body": self.body,
+            "headers": self.headers or None,
+            "status_code": self.status_code,
+        }

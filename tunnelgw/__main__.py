@@ -1,0 +1,5 @@
+"""`python -m tunnelgw` runs the command line."""
+
+from tunnelgw.cli import main
+
+raise SystemExit(main())

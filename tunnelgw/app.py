@@ -1,0 +1,97 @@
+"""The application factory: Connexion AsyncApp on `openapi.yaml`, our validators, error
+rendering and middlewares, and the database opened in the lifespan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from connexion import AsyncApp
+from connexion.exceptions import ProblemException
+from connexion.jsonifier import Jsonifier
+from connexion.middleware import MiddlewarePosition
+from connexion.options import SwaggerUIOptions
+from connexion.resolver import RelativeResolver
+from starlette.exceptions import HTTPException
+
+from tunnelgw import db, middleware, validation
+from tunnelgw.errors import ApiError
+from tunnelgw.rendering import render
+from tunnelgw.settings import Settings
+
+SPEC_DIR = Path(__file__).resolve().parent
+SPEC_FILE = SPEC_DIR / "openapi.yaml"
+VERSION_HEADER_REF = "#/components/parameters/ServiceVersion"
+HANDLERS = "handlers"
+
+
+class _OrjsonText:
+    """orjson behind the `json` module interface Connexion's Jsonifier expects."""
+
+    @staticmethod
+    def dumps(data: Any, **_: Any) -> str:
+        return orjson.dumps(data).decode()
+
+    @staticmethod
+    def loads(data: str | bytes) -> Any:
+        return orjson.loads(data)
+
+
+def load_spec() -> dict[str, Any]:
+    with SPEC_FILE.open(encoding="utf-8") as fh:
+        spec: dict[str, Any] = yaml.safe_load(fh)
+    return spec
+
+
+def create_app(settings: Settings | None = None) -> AsyncApp:
+    """A ready-to-serve ASGI app; the database opens when the app starts."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        database = db.init(settings.resolved_database_url())
+        try:
+            yield
+        finally:
+            await database.dispose()
+
+    app = AsyncApp(
+        __name__,
+        specification_dir=SPEC_DIR,
+        lifespan=lifespan,
+        jsonifier=Jsonifier(_OrjsonText),
+        validator_map=validation.validator_map(),
+        swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
+    )
+    app.add_api(
+        SPEC_FILE.name,
+        resolver=RelativeResolver(HANDLERS),
+        validate_responses=True,
+        strict_validation=False,
+    )
+    for error in (ApiError, ProblemException, HTTPException, Exception):
+        app.add_error_handler(error, render)
+    app.add_middleware(
+        middleware.RequestContext,
+        position=MiddlewarePosition.BEFORE_EXCEPTION,
+        public_url=settings.resolved_public_url(),
+    )
+    app.add_middleware(
+        middleware.BodyLimit,
+        position=MiddlewarePosition.BEFORE_SWAGGER,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    app.add_middleware(
+        middleware.VersionHeader,
+        position=MiddlewarePosition.BEFORE_SECURITY,
+        operations={
+            f"{HANDLERS}.{op}"  # Connexion routes by the resolved operationId
+            for op in middleware.versioned_operations(load_spec(), VERSION_HEADER_REF)
+        },
+    )
+    return app

@@ -1,0 +1,73 @@
+"""Bearer-token authentication and the caller of the current request.
+
+Tokens are 256-bit random strings; only their SHA-256 is stored (a token has full entropy,
+so a slow password hash would add cost without adding safety). Every request looks the key
+up again: a deleted key fails on the very next request, on every worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from typing import Any
+
+from connexion import context
+from sqlmodel import select
+
+from models import ApiKey, Principal
+from tunnelgw import db, ids
+from tunnelgw.errors import ApiError, Code
+
+TOKEN_PREFIX = "tgw_"
+MAX_TOKEN_LENGTH = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the principal behind the API key, and its account."""
+
+    account_id: str
+    principal_id: str
+    is_admin: bool
+    api_key_id: str
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + ids.new_secret()
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+async def bearer_info(token: str) -> dict[str, Any]:
+    """Connexion's `x-bearerInfoFunc`: the token info of a valid token, else ApiError(401)."""
+    if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
+        raise ApiError(Code.INVALID_CREDENTIALS)
+    digest = hash_token(token)
+    async with db.read() as session:
+        row = (
+            await session.exec(
+                select(ApiKey.id, ApiKey.token_hash, Principal.id, Principal.account_id,
+                       Principal.is_admin)
+                .join(Principal, Principal.id == ApiKey.owner_id)
+                .where(ApiKey.token_hash == digest)
+            )
+        ).first()
+    if row is None or not hmac.compare_digest(row[1], digest):
+        raise ApiError(Code.INVALID_CREDENTIALS)
+    key_id, _, principal_id, account_id, is_admin = row
+    return {
+        "sub": principal_id,
+        "caller": Caller(account_id, principal_id, bool(is_admin), key_id),
+    }
+
+
+def caller() -> Caller:
+    """The authenticated caller of the current request."""
+    info = context.context.get("token_info") or {}
+    found = info.get("caller")
+    if not isinstance(found, Caller):  # pragma: no cover - security runs before handlers
+        raise ApiError(Code.AUTHENTICATION_REQUIRED)
+    return found

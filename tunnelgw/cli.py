@@ -1,0 +1,193 @@
+"""The `tunnelgw` command: serve the API, prepare the database, manage accounts and keys."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from tunnelgw import __version__, accounts
+from tunnelgw.db import Database
+from tunnelgw.settings import Settings
+
+# `serve` flags and the TUNNELGW_* variable each one sets for the worker processes.
+SERVE_FLAGS = {
+    "host": "TUNNELGW_HOST",
+    "port": "TUNNELGW_PORT",
+    "workers": "TUNNELGW_WORKERS",
+    "database_url": "TUNNELGW_DATABASE_URL",
+    "public_url": "TUNNELGW_PUBLIC_URL",
+    "data_dir": "TUNNELGW_DATA_DIR",
+    "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
+    "log_level": "TUNNELGW_LOG_LEVEL",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tunnelgw", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tunnelgw {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API server (prepares the database first)")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default 8080)")
+    serve.add_argument("--workers", type=int, help="worker processes (default 1)")
+    serve.add_argument("--database-url", help="SQLAlchemy URL (default SQLite in the data dir)")
+    serve.add_argument("--public-url", help="base URL written into uri fields")
+    serve.add_argument("--data-dir", help="directory for the SQLite file (default ./tunnelgw-data)")
+    serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")
+    serve.add_argument("--log-level", help="debug, info, warning, error")
+    serve.set_defaults(run=_serve)
+
+    migrate = sub.add_parser("migrate", help="create the database schema, then exit")
+    migrate.set_defaults(run=_migrate)
+
+    acc = sub.add_parser("accounts", help="manage accounts").add_subparsers(
+        dest="action", required=True
+    )
+    acc_create = acc.add_parser("create", help="an account with an admin user and admin key")
+    acc_create.add_argument("--name", default="")
+    acc_create.set_defaults(run=_accounts_create)
+
+    prin = sub.add_parser("principals", help="manage users and bots").add_subparsers(
+        dest="action", required=True
+    )
+    prin_create = prin.add_parser("create", help="a user or bot in an account")
+    prin_create.add_argument("--account", required=True, help="account id (acct_...)")
+    prin_create.add_argument("--kind", choices=["user", "bot"], default="user")
+    prin_create.add_argument("--name", default="")
+    prin_create.add_argument("--admin", action="store_true", help="may act for other principals")
+    prin_create.set_defaults(run=_principals_create)
+
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
+        dest="action", required=True
+    )
+    keys_create = keys.add_parser("create", help="an API key for a principal; prints its token")
+    keys_create.add_argument("--owner", required=True, help="principal id (usr_... or bot_...)")
+    keys_create.add_argument("--description", default="")
+    keys_create.set_defaults(run=_keys_create)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    return run(args)
+
+
+def _settings() -> Settings:
+    return Settings()
+
+
+def _with_database(work: Callable[[Database], Awaitable[Any]]) -> Any:
+    """Run `work` on a prepared database (schema created) and close it."""
+
+    async def runner() -> Any:
+        settings = _settings()
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        database = Database(settings.resolved_database_url())
+        try:
+            await database.create_schema()
+            return await work(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(runner())
+
+
+def _print(data: dict[str, Any]) -> None:
+    print(json.dumps(data, indent=2))
+
+
+def _migrate(_args: argparse.Namespace) -> int:
+    _with_database(lambda _db: asyncio.sleep(0))
+    print("schema is up to date")
+    return 0
+
+
+async def _bootstrap(database: Database) -> accounts.Credentials | None:
+    async with database.write() as session:
+        return await accounts.bootstrap(session, _settings().bootstrap_token)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    for flag, variable in SERVE_FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            os.environ[variable] = str(value)
+    settings = _settings()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    created = _with_database(_bootstrap)
+    base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
+    if created is not None:
+        print(
+            "tunnelgw: created the first account with an admin API key.\n"
+            f"  account {created.account_id}, admin user {created.principal_id}\n"
+            f"  token (shown once): {created.token}\n"
+            f"  try: curl -H 'Authorization: Bearer {created.token}' "
+            f"-H 'Service-Version: 2' {base}/api_keys",
+            flush=True,
+        )
+    import uvicorn
+
+    uvicorn.run(
+        "tunnelgw.app:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        access_log=False,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
+def _accounts_create(args: argparse.Namespace) -> int:
+    async def work(database: Database) -> accounts.Credentials:
+        async with database.write() as session:
+            return await accounts.create_account_with_admin(session, args.name)
+
+    _print(asdict(_with_database(work)))
+    return 0
+
+
+def _principals_create(args: argparse.Namespace) -> int:
+    from models import Account
+
+    async def work(database: Database) -> dict[str, Any]:
+        async with database.write() as session:
+            if await session.get(Account, args.account) is None:
+                raise SystemExit(f"tunnelgw: no account {args.account!r}")
+            principal = await accounts.create_principal(
+                session, args.account, args.kind, name=args.name, is_admin=args.admin
+            )
+            return principal.model_dump(mode="json")
+
+    _print(_with_database(work))
+    return 0
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from models import Principal
+
+    async def work(database: Database) -> dict[str, Any]:
+        async with database.write() as session:
+            owner = await session.get(Principal, args.owner)
+            if owner is None:
+                raise SystemExit(f"tunnelgw: no principal {args.owner!r}")
+            key, token = await accounts.issue_key(session, owner, description=args.description)
+            return {"api_key_id": key.id, "owner_id": owner.id, "token": token}
+
+    _print(_with_database(work))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

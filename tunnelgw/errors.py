@@ -1,0 +1,94 @@
+"""One error type and one catalog: every failure the API reports is an `ApiError`.
+
+The catalog is the single list of error codes; `openapi.yaml` and the README list the same
+codes and a test keeps the three in step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+
+class Code(enum.Enum):
+    """Stable error codes with their HTTP status and a default message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+
+    # 400: the request is malformed or a value is invalid.
+    INVALID_JSON = (400, "The request body is not valid JSON.")
+    INVALID_BODY = (400, "The request body must be a JSON object.")
+    MISSING_FIELD = (400, "A required field is missing.")
+    UNKNOWN_FIELD = (400, "The request body has a field this operation does not accept.")
+    WRONG_TYPE = (400, "A field has the wrong JSON type.")
+    FIELD_TOO_LONG = (400, "A field is longer than its limit.")
+    INVALID_FIELD = (400, "A field has an invalid value.")
+    MISSING_PARAMETER = (400, "A required parameter is missing.")
+    INVALID_PARAMETER = (400, "A query, path or header parameter has an invalid value.")
+    INVALID_ID = (400, "An identifier is malformed.")
+    VERSION_HEADER_MISSING = (400, "The Service-Version header is required; send 'Service-Version: 2'.")
+    VERSION_UNSUPPORTED = (400, "Unsupported Service-Version; this server speaks version 2.")
+    # 401 / 403: who is calling, and may they.
+    AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
+    INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
+    PERMISSION_DENIED = (403, "The authenticated principal may not do this.")
+    # 404 / 405: what is being addressed.
+    NOT_FOUND = (404, "No such resource.")
+    REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
+    ROUTE_NOT_FOUND = (404, "No such route.")
+    METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
+    # 409 / 413 / 415: the request cannot be taken as it is.
+    CONFLICT = (409, "The request conflicts with the current state.")
+    BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
+    UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
+    # 5xx: our fault.
+    INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
+
+    @property
+    def error_code(self) -> str:
+        return f"ERR_{self.name}"
+
+
+class ApiError(Exception):
+    """An error rendered as the wire-conventions error body.
+
+    `details` values are strings; `operation_id` is added when the error is rendered.
+    """
+
+    def __init__(
+        self,
+        code: Code,
+        msg: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **details: str,
+    ) -> None:
+        self.code = code
+        self.msg = msg or code.message
+        self.details = details
+        self.headers = dict(headers or {})
+        super().__init__(self.msg)
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status (also read by Connexion when it picks among security errors)."""
+        return self.code.status
+
+    def body(self, operation_id: str) -> dict[str, object]:
+        """The JSON error body."""
+        return {
+            "error_code": self.code.error_code,
+            "status_code": self.code.status,
+            "msg": self.msg,
+            "details": {**self.details, "operation_id": operation_id},
+        }
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.code.error_code}, {self.msg!r}, {self.details!r})"
+
+
+def catalog() -> list[Code]:
+    """Every code, in catalog order."""
+    return list(Code)

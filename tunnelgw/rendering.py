@@ -1,0 +1,71 @@
+"""Error rendering: every exception, ours or Connexion's or Starlette's, becomes the one
+wire-conventions error body. Registered once, for every error source, in `app.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from connexion.exceptions import (
+    BadRequestProblem,
+    ExtraParameterProblem,
+    NonConformingResponse,
+    ProblemException,
+    UnsupportedMediaTypeProblem,
+)
+from connexion.lifecycle import ConnexionResponse
+from starlette.exceptions import HTTPException
+
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.middleware import operation_id
+
+log = logging.getLogger("tunnelgw.errors")
+
+_BY_STATUS = {
+    400: Code.INVALID_BODY,
+    401: Code.INVALID_CREDENTIALS,
+    403: Code.PERMISSION_DENIED,
+    404: Code.ROUTE_NOT_FOUND,
+    405: Code.METHOD_NOT_ALLOWED,
+    413: Code.BODY_TOO_LARGE,
+    415: Code.UNSUPPORTED_MEDIA_TYPE,
+}
+
+
+def to_api_error(exc: Exception, request_headers: Any = None) -> ApiError:
+    """The ApiError that stands for `exc`."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, NonConformingResponse):
+        return ApiError(Code.INTERNAL)
+    if isinstance(exc, UnsupportedMediaTypeProblem):
+        return ApiError(Code.UNSUPPORTED_MEDIA_TYPE)
+    if isinstance(exc, ExtraParameterProblem):
+        return ApiError(Code.INVALID_PARAMETER, str(exc.detail))
+    if isinstance(exc, BadRequestProblem):
+        return ApiError(Code.INVALID_BODY, str(exc.detail or Code.INVALID_BODY.message))
+    if isinstance(exc, ProblemException) and exc.status == 401:
+        has_header = request_headers is not None and "authorization" in request_headers
+        return ApiError(Code.INVALID_CREDENTIALS if has_header else Code.AUTHENTICATION_REQUIRED)
+    status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
+    if isinstance(exc, ProblemException | HTTPException) and status in _BY_STATUS:
+        headers = getattr(exc, "headers", None) or {}
+        return ApiError(_BY_STATUS[status], headers=headers)
+    return ApiError(Code.INTERNAL)
+
+
+def render(request: Any, exc: Exception) -> ConnexionResponse:
+    """Connexion error handler: the error body for `exc`, with `Operation-Id`."""
+    error = to_api_error(exc, request.headers)
+    op_id = operation_id(request.scope)
+    if error.code.status >= 500:
+        log.error("%s %s failed (%s): %r", request.method, request.url.path, op_id, exc,
+                  exc_info=exc)
+    return ConnexionResponse(
+        status_code=error.code.status,
+        body=orjson.dumps(error.body(op_id)),
+        content_type="application/json",
+        headers=dict(error.headers),
+    )

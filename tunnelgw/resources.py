@@ -1,0 +1,98 @@
+"""The shared CRUD steps every resource uses: get-or-404, resolve a reference, apply a PATCH,
+and list a page. Handlers call these instead of writing queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models.base import AccountScoped
+from tunnelgw import ids, urls
+from tunnelgw.auth import Caller
+from tunnelgw.errors import ApiError, Code
+
+R = TypeVar("R", bound=AccountScoped)
+
+# A JSON request body as Connexion passes it (None when the request had none).
+Body = dict[str, Any] | None
+
+MAX_LIMIT = 100
+
+
+async def get_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> R:
+    """The row `id_` of the caller's account; ApiError(404) if absent or another account's."""
+    row = await session.get(model, id_)
+    if row is None or row.account_id != caller.account_id:
+        raise ApiError(Code.NOT_FOUND, f"No {model.__name__} with id {id_!r}.", id=id_)
+    return row
+
+
+async def delete_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> None:
+    """Delete the row `id_` of the caller's account; ApiError(404) if there is none."""
+    await session.delete(await get_owned(session, model, caller, id_))
+
+
+def apply_patch(row: Any, body: Mapping[str, Any], fields: Mapping[str, str]) -> None:
+    """Set each API field present (and not null) in `body` on `row`.
+
+    `fields` maps API names to attribute names (`{"metadata": "meta"}`).
+    """
+    for api_name, attr in fields.items():
+        value = body.get(api_name)
+        if value is not None:
+            setattr(row, attr, value)
+
+
+DESCRIBED_FIELDS = {"description": "description", "metadata": "meta"}
+
+
+def cursor(prefix: str, before_id: str | None, before_id_alias: str | None) -> str | None:
+    """The keyset cursor from `before_id` (or its alias `beforeId`); ApiError(400) if malformed."""
+    if before_id and before_id_alias and before_id != before_id_alias:
+        raise ApiError(
+            Code.INVALID_PARAMETER, "before_id and beforeId disagree.", param="before_id"
+        )
+    value = before_id or before_id_alias
+    if value and not ids.is_valid(value, prefix):
+        raise ApiError(
+            Code.INVALID_PARAMETER,
+            f"before_id must be an id of this list ({prefix}_...).",
+            param="before_id",
+        )
+    return value or None
+
+
+async def page(
+    session: AsyncSession,
+    model: type[R],
+    caller: Caller,
+    *,
+    key: str,
+    limit: int,
+    before_id: str | None = None,
+    before_id_alias: str | None = None,
+) -> dict[str, Any]:
+    """One page of the caller's rows, newest first, in the list envelope.
+
+    Keyset paging on the id (ids sort in creation order), looking one row ahead to decide
+    `next_page_uri`. A well-formed cursor need not exist any more: paging goes on from its
+    position when the row it names was deleted in between.
+    """
+    start = cursor(model.PREFIX, before_id, before_id_alias)
+    stmt = select(model).where(model.account_id == caller.account_id)
+    if start is not None:
+        stmt = stmt.where(col(model.id) < start)
+    rows = list((await session.exec(stmt.order_by(col(model.id).desc()).limit(limit + 1))).all())
+    return envelope(key, model.PATH, rows[:limit], limit, more=len(rows) > limit)
+
+
+def envelope(
+    key: str, path: str, rows: Iterable[AccountScoped], limit: int, *, more: bool
+) -> dict[str, Any]:
+    items = [row.to_api() for row in rows]
+    next_uri = urls.absolute(path, limit=limit, before_id=items[-1]["id"]) if more else None
+    return {key: items, "uri": urls.absolute(path), "next_page_uri": next_uri}

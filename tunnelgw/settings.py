@@ -1,0 +1,48 @@
+"""Configuration: `TUNNELGW_*` environment variables, overridden by `tunnelgw serve` flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting of the server; see the README's configuration table."""
+
+    model_config = SettingsConfigDict(env_prefix="TUNNELGW_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1, le=64)
+    data_dir: Path = Path("tunnelgw-data")
+    database_url: str | None = None
+    public_url: str | None = None
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    log_level: str = "info"
+    json_logs: bool = False
+    bootstrap_token: str | None = None
+
+    def resolved_database_url(self) -> str:
+        """The async SQLAlchemy URL: the configured one, or SQLite in the data directory."""
+        url = self.database_url or f"sqlite:///{(self.data_dir / 'tunnelgw.db').resolve()}"
+        return async_url(url)
+
+    def resolved_public_url(self) -> str | None:
+        """The public base URL without a trailing slash, or None to use the request's."""
+        return self.public_url.rstrip("/") if self.public_url else None
+
+
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+    "postgresql+psycopg2": "postgresql+psycopg",
+}
+
+
+def async_url(url: str) -> str:
+    """Map a plain SQLAlchemy URL to the async driver we ship (`sqlite://` -> aiosqlite)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{_ASYNC_DRIVERS.get(scheme, scheme)}{sep}{rest}"

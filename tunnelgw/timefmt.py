@@ -1,0 +1,17 @@
+"""Timestamps: aware UTC datetimes inside, RFC 3339 with whole seconds and `Z` on the wire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utcnow() -> datetime:
+    """The current time, aware UTC, truncated to whole seconds (what the wire shows)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def rfc3339(value: datetime) -> str:
+    """`2026-11-21T10:11:14Z`; naive values are taken as UTC (SQLite drops the zone)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
