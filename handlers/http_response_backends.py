@@ -20,7 +20,8 @@ def _headers(headers: dict[str, str]) -> dict[str, str] | None:
         key = name.lower()
         if key in lowered:
             raise ApiError(
-                Code.INVALID_FIELD, f"headers: {name!r} repeats a header name.",
+                Code.INVALID_FIELD,
+                f"headers: {name!r} repeats a header name.",
                 field=f"headers.{name}",
             )
         lowered[key] = value
@@ -50,18 +51,23 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
     async with db.read() as session:
-        return (
-            await resources.get_owned(session, HttpResponseBackend, auth.caller(), id)
-        ).to_api()
+        return (await resources.get_owned(session, HttpResponseBackend, auth.caller(), id)).to_api()
 
 
-async def list(  # noqa: A001
-    limit: int = resources.MAX_LIMIT, before_id: str | None = None, beforeId: str | None = None  # noqa: N803
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
 ) -> dict[str, Any]:
     async with db.read() as session:
         return await resources.page(
-            session, HttpResponseBackend, auth.caller(), key="backends", limit=limit,
-            before_id=before_id, before_id_alias=beforeId,
+            session,
+            HttpResponseBackend,
+            auth.caller(),
+            key="backends",
+            limit=limit,
+            before_id=before_id,
+            before_id_alias=beforeId,
         )
 
 

@@ -34,7 +34,11 @@ async def create_principal(
     session: AsyncSession, account_id: str, kind: Kind, *, name: str = "", is_admin: bool = False
 ) -> Principal:
     principal = Principal(
-        id=ids.new_id(PREFIXES[kind]), account_id=account_id, kind=kind, name=name, is_admin=is_admin
+        id=ids.new_id(PREFIXES[kind]),
+        account_id=account_id,
+        kind=kind,
+        name=name,
+        is_admin=is_admin,
     )
     session.add(principal)
     await session.flush()

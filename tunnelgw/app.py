@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 
 from tunnelgw import db, middleware, validation
 from tunnelgw.errors import ApiError
-from tunnelgw.rendering import render
+from tunnelgw.rendering import ErrorRenderer
 from tunnelgw.settings import Settings
 
 SPEC_DIR = Path(__file__).resolve().parent
@@ -74,6 +74,8 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         validate_responses=True,
         strict_validation=False,
     )
+    spec = load_spec()
+    render = ErrorRenderer(spec)
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render)
     app.add_middleware(
@@ -82,7 +84,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         public_url=settings.resolved_public_url(),
     )
     app.add_middleware(
-        middleware.BodyLimit,
+        middleware.RequestBody,
         position=MiddlewarePosition.BEFORE_SWAGGER,
         max_body_bytes=settings.max_body_bytes,
     )
@@ -91,7 +93,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         position=MiddlewarePosition.BEFORE_SECURITY,
         operations={
             f"{HANDLERS}.{op}"  # Connexion routes by the resolved operationId
-            for op in middleware.versioned_operations(load_spec(), VERSION_HEADER_REF)
+            for op in middleware.versioned_operations(spec, VERSION_HEADER_REF)
         },
     )
     return app

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from connexion import context
-from sqlmodel import select
+from sqlmodel import col, select
 
 from models import ApiKey, Principal
 from tunnelgw import db, ids
 from tunnelgw.errors import ApiError, Code
 
-TOKEN_PREFIX = "tgw_"
+TOKEN_PREFIX = "tgw_"  # noqa: S105 - a public prefix, not a secret
 MAX_TOKEN_LENGTH = 512
 
 
@@ -49,18 +49,17 @@ async def bearer_info(token: str) -> dict[str, Any]:
     async with db.read() as session:
         row = (
             await session.exec(
-                select(ApiKey.id, ApiKey.token_hash, Principal.id, Principal.account_id,
-                       Principal.is_admin)
-                .join(Principal, Principal.id == ApiKey.owner_id)
+                select(ApiKey, Principal)
+                .join(Principal, col(Principal.id) == col(ApiKey.owner_id))
                 .where(ApiKey.token_hash == digest)
             )
         ).first()
-    if row is None or not hmac.compare_digest(row[1], digest):
+    if row is None or not hmac.compare_digest(row[0].token_hash, digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
-    key_id, _, principal_id, account_id, is_admin = row
+    key, principal = row
     return {
-        "sub": principal_id,
-        "caller": Caller(account_id, principal_id, bool(is_admin), key_id),
+        "sub": principal.id,
+        "caller": Caller(principal.account_id, principal.id, principal.is_admin, key.id),
     }
 
 

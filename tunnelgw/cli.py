@@ -122,7 +122,9 @@ def _serve(args: argparse.Namespace) -> int:
         if value is not None:
             os.environ[variable] = str(value)
     settings = _settings()
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     created = _with_database(_bootstrap)
     base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
     if created is not None:

@@ -27,8 +27,10 @@ class Code(enum.Enum):
     INVALID_FIELD = (400, "A field has an invalid value.")
     MISSING_PARAMETER = (400, "A required parameter is missing.")
     INVALID_PARAMETER = (400, "A query, path or header parameter has an invalid value.")
-    INVALID_ID = (400, "An identifier is malformed.")
-    VERSION_HEADER_MISSING = (400, "The Service-Version header is required; send 'Service-Version: 2'.")
+    VERSION_HEADER_MISSING = (
+        400,
+        "The Service-Version header is required; send 'Service-Version: 2'.",
+    )
     VERSION_UNSUPPORTED = (400, "Unsupported Service-Version; this server speaks version 2.")
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")

@@ -2,7 +2,9 @@
 
 - `RequestContext` (outermost): gives each request an `op_` operation id (logged, sent as
   `Operation-Id`, put in error bodies), sets the public base URL, writes the access log.
-- `BodyLimit`: 413 for bodies over `max_body_bytes`, by Content-Length or while streaming.
+- `RequestBody`: 413 for bodies over `max_body_bytes` (by Content-Length or while
+  streaming); a body sent without Content-Type is read as JSON, by validation and handler
+  alike.
 - `VersionHeader`: the `Service-Version: 2` rule, for operations that declare the header.
 """
 
@@ -67,7 +69,7 @@ class RequestContext:
             await self.app(scope, receive, send_with_id)
         finally:
             access_log.info(
-                '%s %s %d %.1fms %s %s',
+                "%s %s %d %.1fms %s %s",
                 scope["method"],
                 scope["path"],
                 status,
@@ -93,7 +95,7 @@ def _request_base(scope: Scope) -> str:
     return f"{scope.get('scheme', 'http')}://{host}"
 
 
-class BodyLimit:
+class RequestBody:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
         self.app = app
         self.limit = max_body_bytes
@@ -112,6 +114,11 @@ class BodyLimit:
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             raise self._too_large()
+        if "content-type" not in Headers(scope=scope):
+            scope = {
+                **scope,
+                "headers": [*scope["headers"], (b"content-type", b"application/json")],
+            }
         received = 0
 
         async def counting_receive() -> Message:

@@ -5,6 +5,7 @@ wire-conventions error body. Registered once, for every error source, in `app.py
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import orjson
@@ -56,16 +57,46 @@ def to_api_error(exc: Exception, request_headers: Any = None) -> ApiError:
     return ApiError(Code.INTERNAL)
 
 
-def render(request: Any, exc: Exception) -> ConnexionResponse:
-    """Connexion error handler: the error body for `exc`, with `Operation-Id`."""
-    error = to_api_error(exc, request.headers)
-    op_id = operation_id(request.scope)
-    if error.code.status >= 500:
-        log.error("%s %s failed (%s): %r", request.method, request.url.path, op_id, exc,
-                  exc_info=exc)
-    return ConnexionResponse(
-        status_code=error.code.status,
-        body=orjson.dumps(error.body(op_id)),
-        content_type="application/json",
-        headers=dict(error.headers),
-    )
+class ErrorRenderer:
+    """Connexion error handler: the error body for any exception, with `Operation-Id`.
+
+    `Allow` on a 405 is computed from the spec (Starlette's lists only the first route that
+    matched the path, not every method of the path).
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self._paths = [
+            (_template_regex(path), sorted(m.upper() for m in item if m in _METHODS))
+            for path, item in spec.get("paths", {}).items()
+        ]
+
+    def allowed(self, path: str) -> list[str]:
+        for regex, methods in self._paths:
+            if regex.fullmatch(path):
+                return methods
+        return []
+
+    def __call__(self, request: Any, exc: Exception) -> ConnexionResponse:
+        error = to_api_error(exc, request.headers)
+        op_id = operation_id(request.scope)
+        if error.code.status >= 500:
+            log.error(
+                "%s %s failed (%s): %r", request.method, request.url.path, op_id, exc, exc_info=exc
+            )
+        headers = dict(error.headers)
+        if error.code is Code.METHOD_NOT_ALLOWED:
+            headers["Allow"] = ", ".join(self.allowed(request.url.path))
+        return ConnexionResponse(
+            status_code=error.code.status,
+            body=orjson.dumps(error.body(op_id)),
+            content_type="application/json",
+            headers=headers,
+        )
+
+
+_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]+\})", template)
+    return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts))

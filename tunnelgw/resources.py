@@ -51,11 +51,7 @@ DESCRIBED_FIELDS = {"description": "description", "metadata": "meta"}
 
 
 def cursor(prefix: str, before_id: str | None, before_id_alias: str | None) -> str | None:
-    """The keyset cursor from `before_id` (or its alias `beforeId`); ApiError(400) if malformed."""
-    if before_id and before_id_alias and before_id != before_id_alias:
-        raise ApiError(
-            Code.INVALID_PARAMETER, "before_id and beforeId disagree.", param="before_id"
-        )
+    """The keyset cursor: `before_id`, else its alias `beforeId`; ApiError(400) if malformed."""
     value = before_id or before_id_alias
     if value and not ids.is_valid(value, prefix):
         raise ApiError(

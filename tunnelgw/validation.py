@@ -34,7 +34,10 @@ _compiled: dict[int, tuple[dict[str, Any], Any]] = {}
 def _validator_for(schema: dict[str, Any]) -> Any:
     entry = _compiled.get(id(schema))
     if entry is None or entry[0] is not schema:
-        entry = (schema, Draft4RequestValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER))
+        entry = (
+            schema,
+            Draft4RequestValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER),
+        )
         _compiled[id(schema)] = entry
     return entry[1]
 
@@ -105,20 +108,23 @@ def _field(error: ValidationError) -> str:
 def schema_error(error: ValidationError) -> ApiError:
     """The catalog error for one JSON Schema validation error of a request body."""
     field = _field(error)
-    instance, kind = error.instance, error.validator
+    instance: Any = error.instance
+    kind = error.validator
+    schema: Any = error.schema
     if kind == "required":
-        missing = next(
-            (name for name in error.validator_value if name not in instance), str(error.message)
-        )
+        required: Any = error.validator_value
+        missing = next((name for name in required if name not in instance), str(error.message))
         name = f"{field}.{missing}" if field else str(missing)
         return ApiError(Code.MISSING_FIELD, f"{name} is required.", field=name)
     if kind == "additionalProperties" and isinstance(instance, dict):
-        known = set(error.schema.get("properties", {}))
+        known = set(schema.get("properties", {}))
         extra = sorted(set(instance) - known)
         name = ".".join(filter(None, [field, extra[0] if extra else ""]))
         return ApiError(Code.UNKNOWN_FIELD, f"Unknown field {name!r}.", field=name)
     if not field:
-        return ApiError(Code.INVALID_BODY, f"The request body must be a JSON object: {error.message}")
+        return ApiError(
+            Code.INVALID_BODY, f"The request body must be a JSON object: {error.message}"
+        )
     if kind == "type":
         return ApiError(Code.WRONG_TYPE, f"{field}: {error.message}.", field=field)
     if kind in ("maxLength", "maxItems", "maxProperties"):
@@ -167,8 +173,11 @@ class StrictJSONBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
     async def _parse(self, stream: AsyncGenerator[bytes, None], scope: Scope) -> Any:
         raw = b"".join([chunk async for chunk in stream])
         if not raw.strip():
-            return None
-        return loads_strict(raw)
+            return None  # no body: the operation's defaults apply
+        body = loads_strict(raw)
+        if body is None:
+            raise ApiError(Code.INVALID_BODY, "The request body must be a JSON object, not null.")
+        return body
 
     def _validate(self, body: Any) -> None:
         if body is None:

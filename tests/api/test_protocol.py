@@ -1,0 +1,163 @@
+"""What every route shares: version header, authentication, routing errors, body parsing,
+size and content-type limits, the error body, the docs routes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import MAX_BODY_BYTES
+from tests.factories import assert_error
+
+
+def test_version_header_missing_or_unsupported(admin):
+    body = assert_error(admin.get("/api_keys", version=None), 400, "ERR_VERSION_HEADER_MISSING")
+    assert body["details"]["param"] == "Service-Version"
+    for value in ("1", "3", "2.0", ""):
+        assert_error(admin.get("/api_keys", version=value), 400, "ERR_VERSION_UNSUPPORTED")
+    # Header names match case-insensitively.
+    ok = admin.get("/api_keys", version=None, headers={"service-VERSION": "2"})
+    assert ok.status_code == 200
+
+
+def test_version_is_checked_before_credentials(factory):
+    anonymous = factory.client(None)
+    assert_error(anonymous.get("/api_keys", version=None), 400, "ERR_VERSION_HEADER_MISSING")
+
+
+@pytest.mark.parametrize(
+    ("headers", "code"),
+    [
+        ({}, "ERR_AUTHENTICATION_REQUIRED"),
+        ({"Authorization": "Bearer"}, "ERR_INVALID_CREDENTIALS"),
+        ({"Authorization": "Bearer not-a-key"}, "ERR_INVALID_CREDENTIALS"),
+        ({"Authorization": "Basic dXNlcjpwdw=="}, "ERR_INVALID_CREDENTIALS"),
+        ({"Authorization": "Bearer " + "x" * 600}, "ERR_INVALID_CREDENTIALS"),
+        ({"authorization": "bearer tgw_unknown"}, "ERR_INVALID_CREDENTIALS"),
+    ],
+)
+def test_bad_credentials_are_401(factory, headers, code):
+    client = factory.client(None)
+    for method, path in (("GET", "/api_keys"), ("POST", "/backends/http_response")):
+        assert_error(client.request(method, path, headers=headers), 401, code)
+
+
+def test_unknown_route_and_wrong_method(admin):
+    assert_error(admin.get("/nope"), 404, "ERR_ROUTE_NOT_FOUND")
+    response = admin.put("/api_keys", json={})
+    assert_error(response, 405, "ERR_METHOD_NOT_ALLOWED")
+    assert set(response.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        (b'{"description":', "ERR_INVALID_JSON"),
+        (b'{"description": "a", "description": "b"}', "ERR_INVALID_JSON"),
+        (b'{"description": "\\u0000"}', "ERR_INVALID_JSON"),
+        (b'{"description": "\\ud800"}', "ERR_INVALID_JSON"),
+        (b'{"description": "\xff"}', "ERR_INVALID_JSON"),
+        (b'{"status_code": NaN}', "ERR_INVALID_JSON"),
+        (b"[" * 10_000 + b"]" * 10_000, "ERR_INVALID_JSON"),
+        (b'{"a":' * 40 + b"1" + b"}" * 40, "ERR_INVALID_JSON"),
+        (b"[]", "ERR_INVALID_BODY"),
+        (b"null", "ERR_INVALID_BODY"),
+        (b'"text"', "ERR_INVALID_BODY"),
+        (b"123", "ERR_INVALID_BODY"),
+        (b'{"description": 1e999}', "ERR_WRONG_TYPE"),
+    ],
+)
+def test_hostile_bodies_are_400_and_write_nothing(admin, content, code):
+    before = admin.get("/backends/http_response").json()["backends"]
+    for method, path in (("POST", "/backends/http_response"), ("POST", "/api_keys")):
+        response = admin.request(
+            method, path, content=content, headers={"Content-Type": "application/json"}
+        )
+        assert_error(response, 400, code)
+    assert admin.get("/backends/http_response").json()["backends"] == before
+
+
+def test_oversize_body_is_413(admin):
+    big = b'{"body": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    body = assert_error(
+        admin.post(
+            "/backends/http_response", content=big, headers={"Content-Type": "application/json"}
+        ),
+        413,
+        "ERR_BODY_TOO_LARGE",
+    )
+    assert body["details"]["limit"] == str(MAX_BODY_BYTES)
+
+    def chunks():  # no Content-Length: counted while streaming
+        yield b'{"body": "'
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
+            yield b"x" * 1024
+        yield b'"}'
+
+    streamed = admin.http.post(
+        "/backends/http_response",
+        content=chunks(),
+        headers={
+            "Authorization": f"Bearer {admin.token}",
+            "Service-Version": "2",
+            "Content-Type": "application/json",
+        },
+    )
+    admin.validator.check(streamed)
+    assert_error(streamed, 413, "ERR_BODY_TOO_LARGE")
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/xml", "application/x-www-form-urlencoded"]
+)
+def test_non_json_body_is_415(admin, content_type):
+    headers = {"Content-Type": content_type}
+    response = admin.post("/backends/http_response", content=b"hello", headers=headers)
+    assert_error(response, 415, "ERR_UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_body_without_content_type_is_read_as_json(admin):
+    created = admin.post("/backends/http_response", content=b'{"body": "x"}')
+    assert created.status_code == 201
+    assert created.json()["body"] == "x"
+    assert_error(admin.post("/backends/http_response", content=b"hello"), 400, "ERR_INVALID_JSON")
+
+
+def test_json_content_type_on_get_and_delete_is_accepted(admin):
+    json_header = {"Content-Type": "application/json"}
+    assert admin.get("/api_keys", headers=json_header).status_code == 200
+    key = admin.post("/api_keys", json={}).json()
+    assert admin.delete(f"/api_keys/{key['id']}", headers=json_header).status_code == 204
+
+
+def test_json_with_charset_is_accepted(admin):
+    response = admin.post(
+        "/api_keys",
+        content=b'{"description": "x"}',
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
+    assert response.status_code == 201
+
+
+def test_every_response_carries_an_operation_id(admin):
+    ok = admin.get("/api_keys")
+    failed = admin.get("/api_keys/ak_missing")
+    assert ok.headers["operation-id"].startswith("op_")
+    assert failed.json()["details"]["operation_id"] == failed.headers["operation-id"]
+    assert ok.headers["operation-id"] != failed.headers["operation-id"]
+
+
+def test_public_url_comes_from_the_request_host(admin):
+    listed = admin.get("/api_keys", headers={"Host": "api.example.test:9000"}).json()
+    assert listed["uri"] == "http://api.example.test:9000/api_keys"
+    assert listed["keys"][0]["uri"].startswith("http://api.example.test:9000/api_keys/ak_")
+
+
+def test_docs_and_health_need_no_credentials(factory):
+    anonymous = factory.client(None)
+    health = anonymous.get("/healthz", version=None)
+    assert health.json() == {"status": "ok"}
+    spec = anonymous.http.get("/openapi.json")
+    assert spec.status_code == 200
+    assert spec.json()["info"]["title"] == "Tunnel Gateway Management API"
+    assert anonymous.http.get("/openapi.yaml").status_code == 200
+    assert anonymous.http.get("/ui/").status_code == 200

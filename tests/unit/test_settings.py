@@ -1,0 +1,28 @@
+"""Settings: environment variables, defaults and database URL mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tunnelgw.settings import Settings, async_url
+
+
+def test_async_driver_mapping():
+    assert async_url("sqlite:///x.db") == "sqlite+aiosqlite:///x.db"
+    assert async_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert async_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert async_url("sqlite+aiosqlite:///x") == "sqlite+aiosqlite:///x"
+
+
+def test_defaults_and_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("TUNNELGW_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TUNNELGW_PUBLIC_URL", "https://api.example.test/")
+    monkeypatch.setenv("TUNNELGW_PORT", "9999")
+    settings = Settings()
+    assert settings.port == 9999
+    assert settings.resolved_public_url() == "https://api.example.test"
+    assert settings.resolved_database_url() == (
+        f"sqlite+aiosqlite:///{(Path(tmp_path) / 'tunnelgw.db').resolve()}"
+    )
+    assert Settings(public_url=None).resolved_public_url() is None
+    assert Settings().max_body_bytes == 1024 * 1024

@@ -1,0 +1,85 @@
+"""The strict JSON parser and the schema-error mapping, without HTTP."""
+
+from __future__ import annotations
+
+import pytest
+from jsonschema import Draft4Validator
+from jsonschema.exceptions import best_match
+
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.validation import check_extensions, loads_strict, schema_error
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"{",
+        b'{"a": 1, "a": 2}',
+        b'{"a": NaN}',
+        b'{"a": Infinity}',
+        b'{"a": "\\u0000"}',
+        b'{"\\u0000": 1}',
+        b'{"a": "\\udc00"}',
+        b"\xff\xfe",
+        b"[" * 100_000,
+        b"[" * 40 + b"]" * 40,
+    ],
+)
+def test_loads_strict_rejects(raw):
+    with pytest.raises(ApiError) as info:
+        loads_strict(raw)
+    assert info.value.code is Code.INVALID_JSON
+
+
+def test_loads_strict_accepts_clean_json():
+    assert loads_strict('{"a": ["é", 1.5, null, {"b": true}]}'.encode()) == {
+        "a": ["é", 1.5, None, {"b": True}]
+    }
+
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "maxLength": 3, "x-max-bytes": 4},
+        "tags": {
+            "type": "object",
+            "x-key-pattern": "^[a-z]+$",
+            "additionalProperties": {"type": "string"},
+        },
+        "n": {"type": "integer", "minimum": 1},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "field"),
+    [
+        ({}, Code.MISSING_FIELD, "name"),
+        ({"name": "a", "x": 1}, Code.UNKNOWN_FIELD, "x"),
+        ({"name": 1}, Code.WRONG_TYPE, "name"),
+        ({"name": "abcd"}, Code.FIELD_TOO_LONG, "name"),
+        ({"name": "a", "n": 0}, Code.INVALID_FIELD, "n"),
+        ({"name": "a", "tags": {"k": 1}}, Code.WRONG_TYPE, "tags.k"),
+    ],
+)
+def test_schema_errors_map_to_codes(body, code, field):
+    error = schema_error(best_match(Draft4Validator(SCHEMA).iter_errors(body)))
+    assert (error.code, error.details["field"]) == (code, field)
+
+
+def test_root_type_error_is_invalid_body():
+    error = schema_error(best_match(Draft4Validator(SCHEMA).iter_errors([])))
+    assert error.code is Code.INVALID_BODY
+
+
+def test_extensions_limit_bytes_and_keys():
+    check_extensions(SCHEMA, {"name": "ab", "tags": {"ok": "1"}})
+    check_extensions(SCHEMA, "not a dict")
+    with pytest.raises(ApiError) as too_long:
+        check_extensions(SCHEMA, {"name": "éé€"})
+    assert too_long.value.code is Code.FIELD_TOO_LONG
+    with pytest.raises(ApiError) as bad_key:
+        check_extensions(SCHEMA, {"name": "a", "tags": {"NO": "1"}})
+    assert bad_key.value.details["field"] == "tags.NO"
