@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
+import logging.config
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -14,6 +14,7 @@ from typing import Any
 
 from tunnelgw import __version__, accounts
 from tunnelgw.db import Database
+from tunnelgw.logconfig import log_config
 from tunnelgw.settings import Settings
 
 # `serve` flags and the TUNNELGW_* variable each one sets for the worker processes.
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help="directory for the SQLite file (default ./tunnelgw-data)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")
     serve.add_argument("--log-level", help="debug, info, warning, error")
+    serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
 
     migrate = sub.add_parser("migrate", help="create the database schema, then exit")
@@ -121,10 +123,10 @@ def _serve(args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None:
             os.environ[variable] = str(value)
+    if args.json_logs:
+        os.environ["TUNNELGW_JSON_LOGS"] = "true"
     settings = _settings()
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logging.config.dictConfig(log_config(settings.log_level, json_logs=settings.json_logs))
     created = _with_database(_bootstrap)
     base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
     if created is not None:
@@ -144,8 +146,9 @@ def _serve(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
-        access_log=False,
+        access_log=False,  # tunnelgw.access writes one line per request instead
         log_level=settings.log_level,
+        log_config=log_config(settings.log_level, json_logs=settings.json_logs),
         timeout_graceful_shutdown=30,
     )
     return 0

@@ -111,14 +111,14 @@ class RequestBody:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length")
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             raise self._too_large()
-        if "content-type" not in Headers(scope=scope):
-            scope = {
-                **scope,
-                "headers": [*scope["headers"], (b"content-type", b"application/json")],
-            }
+        has_body = declared not in (None, "0") or "transfer-encoding" in headers
+        if has_body and "content-type" not in headers:
+            # In place: later middlewares (routing) annotate this same scope.
+            scope["headers"] = [*scope["headers"], (b"content-type", b"application/json")]
         received = 0
 
         async def counting_receive() -> Message:

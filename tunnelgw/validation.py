@@ -172,7 +172,7 @@ class StrictJSONBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
 
     async def _parse(self, stream: AsyncGenerator[bytes, None], scope: Scope) -> Any:
         raw = b"".join([chunk async for chunk in stream])
-        if not raw.strip():
+        if not raw:
             return None  # no body: the operation's defaults apply
         body = loads_strict(raw)
         if body is None:

@@ -63,6 +63,8 @@ def test_unknown_route_and_wrong_method(admin):
         (b"null", "ERR_INVALID_BODY"),
         (b'"text"', "ERR_INVALID_BODY"),
         (b"123", "ERR_INVALID_BODY"),
+        (b" ", "ERR_INVALID_JSON"),
+        (b"\n\t", "ERR_INVALID_JSON"),
         (b'{"description": 1e999}', "ERR_WRONG_TYPE"),
     ],
 )
@@ -161,3 +163,15 @@ def test_docs_and_health_need_no_credentials(factory):
     assert spec.json()["info"]["title"] == "Tunnel Gateway Management API"
     assert anonymous.http.get("/openapi.yaml").status_code == 200
     assert anonymous.http.get("/ui/").status_code == 200
+
+
+def test_access_log_line_per_request(admin, caplog):
+    with caplog.at_level("INFO", logger="tunnelgw.access"):
+        response = admin.get("/api_keys", params={"limit": 1})
+    lines = [r for r in caplog.records if r.name == "tunnelgw.access"]
+    assert len(lines) == 1
+    line = lines[0]
+    assert (line.method, line.path, line.status) == ("GET", "/api_keys", 200)
+    assert line.operation_id == response.headers["operation-id"]
+    assert line.spec_operation == "handlers.api_keys.list"
+    assert line.duration_ms >= 0
