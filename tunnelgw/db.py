@@ -4,7 +4,9 @@
 on success and rolls back on any exception, so a failed request never leaves a half-written
 row. On SQLite, writes are serialised within the process (an asyncio lock) and begin with
 `BEGIN IMMEDIATE`, so concurrent writers from several workers queue in SQLite's busy
-handler instead of failing with "database is locked".
+handler instead of failing with "database is locked". SQLite reads run in autocommit (no
+BEGIN): each statement reads its own consistent snapshot, which is all a single-statement
+read needs; a unit whose statements must agree with each other uses `write()`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ class Database:
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = url
-        self.engine: AsyncEngine = create_async_engine(url, echo=echo, pool_pre_ping=False)
+        # Sessions always end their own transaction, so the pool's extra rollback on
+        # check-in is a wasted round trip (a thread hop per request on aiosqlite).
+        self.engine: AsyncEngine = create_async_engine(
+            url, echo=echo, pool_pre_ping=False, pool_reset_on_return=None
+        )
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         if self.is_sqlite:
             _configure_sqlite(self.engine)
@@ -82,8 +88,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if conn.get_execution_options().get(_WRITE, False):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 _current: Database | None = None

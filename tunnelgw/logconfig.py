@@ -43,11 +43,15 @@ def log_config(level: str = "info", *, json_logs: bool = False) -> dict[str, Any
         "stream": "ext://sys.stderr",
     }
     config["loggers"]["tunnelgw"] = {
-        "handlers": ["tunnelgw"], "level": level.upper(), "propagate": False,
+        "handlers": ["tunnelgw"],
+        "level": level.upper(),
+        "propagate": False,
     }
     # Connexion logs every rejected request; our access log already has them.
     config["loggers"]["connexion"] = {
-        "handlers": ["tunnelgw"], "level": "ERROR", "propagate": False,
+        "handlers": ["tunnelgw"],
+        "level": "ERROR",
+        "propagate": False,
     }
     if json_logs:
         for name in ("default", "access"):

@@ -6,7 +6,9 @@ byte limits declared in the spec.
 - Schema errors map to catalog codes with `details.field` / `details.param`.
 - `x-max-bytes: N` on a string property limits its UTF-8 length (the API document's limits
   are in bytes; JSON Schema's `maxLength` counts characters).
-- Validators are compiled once per schema, not once per request.
+- Validators are compiled once per schema, not once per request (Connexion builds new ones
+  for every request); responses are checked with jsonschema-rs on the spec's schemas
+  converted from OpenAPI 3.0 (`nullable`) to plain JSON Schema.
 """
 
 from __future__ import annotations
@@ -17,9 +19,18 @@ import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import jsonschema_rs
+import orjson
 from connexion.datastructures import MediaTypeDict
+from connexion.exceptions import NonConformingResponseBody
 from connexion.json_schema import Draft4RequestValidator
-from connexion.validators import VALIDATOR_MAP, JSONRequestBodyValidator, ParameterValidator
+from connexion.utils import is_null, is_nullable
+from connexion.validators import (
+    VALIDATOR_MAP,
+    AbstractResponseBodyValidator,
+    JSONRequestBodyValidator,
+    ParameterValidator,
+)
 from jsonschema import Draft4Validator
 from jsonschema.exceptions import ValidationError, best_match
 from starlette.types import Scope
@@ -193,6 +204,21 @@ class StrictJSONBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
 class StrictParameterValidator(ParameterValidator):  # type: ignore[misc]
     """Connexion's parameter validator, raising catalog errors that name the parameter."""
 
+    @staticmethod
+    def validate_parameter(
+        parameter_type: str, value: Any, param: dict[str, Any], param_name: str | None = None
+    ) -> str | None:
+        """The first error of one parameter value, or None; validators compiled once."""
+        if is_nullable(param) and is_null(value):
+            return None
+        if value is None:
+            required = param.get("required")
+            return f"Missing {parameter_type} parameter '{param['name']}'" if required else None
+        error = next(
+            iter(_param_validator_for(param.get("schema", param)).iter_errors(value)), None
+        )
+        return None if error is None else str(error.message)
+
     def validate_request(self, request: Any) -> None:
         checks = (
             ("query", self.validate_query_parameter),
@@ -212,8 +238,83 @@ class StrictParameterValidator(ParameterValidator):  # type: ignore[misc]
                     raise ApiError(code, f"{param['name']}: {first_line}", param=param["name"])
 
 
+def _param_validator_for(schema: dict[str, Any]) -> Any:
+    entry = _compiled.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = (schema, Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER))
+        _compiled[id(schema)] = entry
+    return entry[1]
+
+
+# OpenAPI-only keywords, dropped when a schema becomes plain JSON Schema.
+_OAS_ONLY = {
+    "nullable",
+    "example",
+    "discriminator",
+    "readOnly",
+    "writeOnly",
+    "xml",
+    "externalDocs",
+    "deprecated",
+}
+_SCHEMA_MAPS = {"properties", "patternProperties", "definitions"}
+
+
+def to_json_schema(node: Any) -> Any:
+    """An OpenAPI 3.0 schema as JSON Schema draft 4: `nullable` adds null to `type`/`enum`;
+    OpenAPI-only keywords and `x-` extensions go (property names are kept as they are)."""
+    if isinstance(node, list):
+        return [to_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _OAS_ONLY or key.startswith("x-"):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: to_json_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = to_json_schema(value)
+    if node.get("nullable"):
+        if isinstance(out.get("type"), str):
+            out["type"] = [out["type"], "null"]
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+_response_validators: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _response_validator_for(schema: dict[str, Any]) -> Any:
+    entry = _response_validators.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        compiled = jsonschema_rs.Draft4Validator(to_json_schema(schema), validate_formats=True)
+        entry = (schema, compiled)
+        _response_validators[id(schema)] = entry
+    return entry[1]
+
+
+class FastJSONResponseBodyValidator(AbstractResponseBodyValidator):  # type: ignore[misc]
+    """Response bodies checked against the spec with a compiled jsonschema-rs validator."""
+
+    def _parse(self, stream: Any) -> Any:
+        raw = b"".join(stream)
+        return orjson.loads(raw) if raw else None
+
+    def _validate(self, body: Any) -> None:
+        error = next(iter(_response_validator_for(self._schema).iter_errors(body)), None)
+        if error is not None:
+            path = "/".join(str(part) for part in error.instance_path)
+            raise NonConformingResponseBody(
+                detail=f"Response body does not conform to the spec at /{path}: {error.message}"
+            )
+
+
 def validator_map() -> dict[str, Any]:
     """The `validator_map` for Connexion (the body map must stay a MediaTypeDict)."""
     body = MediaTypeDict(VALIDATOR_MAP["body"])
     body["*/*json"] = StrictJSONBodyValidator
-    return {"body": body, "parameter": StrictParameterValidator}
+    response = MediaTypeDict(VALIDATOR_MAP["response"])
+    response["*/*json"] = FastJSONResponseBodyValidator
+    return {"body": body, "parameter": StrictParameterValidator, "response": response}

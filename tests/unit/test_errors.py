@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -79,3 +80,26 @@ def test_allow_lists_every_method_of_a_templated_path():
     assert renderer.allowed("/things") == ["GET", "POST"]
     assert renderer.allowed("/things/abc") == ["DELETE", "GET"]
     assert renderer.allowed("/things/abc/more") == []
+
+
+def test_unexpected_exception_renders_internal_error_and_logs(caplog):
+    from starlette.requests import Request
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/x",
+        "headers": [],
+        "query_string": b"",
+        "server": ("test", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    renderer = ErrorRenderer({"paths": {}})
+    with caplog.at_level("ERROR", logger="tunnelgw.errors"):
+        response = renderer(Request(scope), RuntimeError("bug"))
+    assert response.status_code == 500
+    body = json.loads(response.body)
+    assert body["error_code"] == "ERR_INTERNAL"
+    assert body["details"]["operation_id"].startswith("op_")
+    assert "bug" in caplog.text

@@ -83,3 +83,45 @@ def test_extensions_limit_bytes_and_keys():
     with pytest.raises(ApiError) as bad_key:
         check_extensions(SCHEMA, {"name": "a", "tags": {"NO": "1"}})
     assert bad_key.value.details["field"] == "tags.NO"
+
+
+def test_openapi_schema_becomes_json_schema():
+    from tunnelgw.validation import to_json_schema
+
+    schema = {
+        "type": "object",
+        "x-note": "dropped",
+        "properties": {
+            "nullable": {"type": "string", "nullable": True, "example": "x"},
+            "x-kept-property": {"type": "integer"},
+            "choice": {"anyOf": [{"type": "integer", "nullable": True, "enum": [0]}]},
+        },
+    }
+    assert to_json_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "nullable": {"type": ["string", "null"]},
+            "x-kept-property": {"type": "integer"},
+            "choice": {"anyOf": [{"type": ["integer", "null"], "enum": [0, None]}]},
+        },
+    }
+
+
+def test_response_validator_rejects_nonconforming_bodies():
+    from connexion.exceptions import NonConformingResponseBody
+
+    from tunnelgw.validation import FastJSONResponseBodyValidator
+
+    schema = {
+        "type": "object",
+        "required": ["id"],
+        "additionalProperties": False,
+        "properties": {"id": {"type": "string"}, "at": {"type": "string", "format": "date-time"}},
+    }
+    validator = FastJSONResponseBodyValidator({}, schema=schema, encoding="utf-8")
+    assert validator._parse(iter([b'{"id": ', b'"a"}'])) == {"id": "a"}
+    assert validator._parse(iter([b""])) is None
+    validator._validate({"id": "a", "at": "2026-11-21T10:11:14Z"})
+    for bad in ({}, {"id": 1}, {"id": "a", "extra": 1}, {"id": "a", "at": "yesterday"}):
+        with pytest.raises(NonConformingResponseBody):
+            validator._validate(bad)
