@@ -47,8 +47,7 @@ async def _owner(session: AsyncSession, caller: Caller, owner_id: str | None) ->
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as session:
-        return (await resources.get_owned(session, ApiKey, auth.caller(), id)).to_api()
+    return await resources.read_one(ApiKey, id)
 
 
 async def list(
@@ -56,26 +55,14 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
 ) -> dict[str, Any]:
-    async with db.read() as session:
-        return await resources.page(
-            session,
-            ApiKey,
-            auth.caller(),
-            key="keys",
-            limit=limit,
-            before_id=before_id,
-            before_id_alias=beforeId,
-        )
+    return await resources.read_page(ApiKey, "keys", limit, before_id, beforeId)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    async with db.write() as session:
-        key = await resources.get_owned(session, ApiKey, auth.caller(), id)
-        resources.apply_patch(key, body or {}, resources.DESCRIBED_FIELDS)
-    return key.to_api()
+    return await resources.update_one(
+        ApiKey, id, lambda key: resources.apply_patch(key, body or {}, resources.DESCRIBED_FIELDS)
+    )
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        await resources.delete_owned(session, ApiKey, auth.caller(), id)
-    return None, 204
+    return await resources.delete_one(ApiKey, id)

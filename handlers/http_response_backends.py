@@ -50,8 +50,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as session:
-        return (await resources.get_owned(session, HttpResponseBackend, auth.caller(), id)).to_api()
+    return await resources.read_one(HttpResponseBackend, id)
 
 
 async def list(
@@ -59,26 +58,14 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
 ) -> dict[str, Any]:
-    async with db.read() as session:
-        return await resources.page(
-            session,
-            HttpResponseBackend,
-            auth.caller(),
-            key="backends",
-            limit=limit,
-            before_id=before_id,
-            before_id_alias=beforeId,
-        )
+    return await resources.read_page(HttpResponseBackend, "backends", limit, before_id, beforeId)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    async with db.write() as session:
-        backend = await resources.get_owned(session, HttpResponseBackend, auth.caller(), id)
-        _apply(backend, body or {})
-    return backend.to_api()
+    return await resources.update_one(
+        HttpResponseBackend, id, lambda backend: _apply(backend, body or {})
+    )
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        await resources.delete_owned(session, HttpResponseBackend, auth.caller(), id)
-    return None, 204
+    return await resources.delete_one(HttpResponseBackend, id)

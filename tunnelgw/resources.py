@@ -1,17 +1,18 @@
-"""The shared CRUD steps every resource uses: get-or-404, resolve a reference, apply a PATCH,
-and list a page. Handlers call these instead of writing queries.
+"""The shared CRUD steps every resource uses: get-or-404, apply a PATCH, list a page, and
+whole get/list/update/delete operations built from them. Handlers call these instead of
+writing queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models.base import AccountScoped
-from tunnelgw import ids, urls
+from tunnelgw import auth, db, ids, urls
 from tunnelgw.auth import Caller
 from tunnelgw.errors import ApiError, Code
 
@@ -92,3 +93,43 @@ def envelope(
     items = [row.to_api() for row in rows]
     next_uri = urls.absolute(path, limit=limit, before_id=items[-1]["id"]) if more else None
     return {key: items, "uri": urls.absolute(path), "next_page_uri": next_uri}
+
+
+# Whole operations on the caller's rows, one unit of work each.
+
+
+async def read_one(model: type[R], id_: str) -> dict[str, Any]:
+    """GET: the caller's row `id_` in its API shape (404 if it is not the caller's)."""
+    async with db.read() as session:
+        return (await get_owned(session, model, auth.caller(), id_)).to_api()
+
+
+async def read_page(
+    model: type[R], key: str, limit: int, before_id: str | None, before_id_alias: str | None
+) -> dict[str, Any]:
+    """LIST: one page of the caller's rows in the list envelope named `key`."""
+    async with db.read() as session:
+        return await page(
+            session,
+            model,
+            auth.caller(),
+            key=key,
+            limit=limit,
+            before_id=before_id,
+            before_id_alias=before_id_alias,
+        )
+
+
+async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:
+    """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape."""
+    async with db.write() as session:
+        row = await get_owned(session, model, auth.caller(), id_)
+        change(row)
+    return row.to_api()
+
+
+async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
+    """DELETE: remove the caller's row `id_`; the empty 204 response."""
+    async with db.write() as session:
+        await delete_owned(session, model, auth.caller(), id_)
+    return None, 204
