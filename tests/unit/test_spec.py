@@ -57,3 +57,15 @@ def test_validator_rejects_a_nonconforming_response():
     )
     with pytest.raises(Exception, match="required"):
         validator.check(bad_error)
+
+
+@pytest.mark.parametrize(("path", "method", "op"), OPERATIONS, ids=lambda v: str(v)[:40])
+def test_every_operation_documents_the_shared_error_statuses(path, method, op):
+    statuses = set(op["responses"])
+    assert "413" in statuses  # any request can carry an oversize body
+    if op.get("security") != []:
+        assert {"400", "401"} <= statuses  # version header, credentials
+    if "{id}" in path:
+        assert "404" in statuses
+    if "requestBody" in op:
+        assert "415" in statuses
