@@ -53,6 +53,9 @@ class RequestContext:
             await self.app(scope, receive, send)
             return
         op_id = operation_id(scope)
+        # Connexion's router annotates a shallow copy of the scope; a shared `extensions` dict
+        # lets us read which operation it routed to (uvicorn's scope has none of its own).
+        scope.setdefault("extensions", {})
         urls.set_base(self.public_url or _request_base(scope))
         started = time.perf_counter()
         status = 0

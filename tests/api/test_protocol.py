@@ -175,3 +175,23 @@ def test_access_log_line_per_request(admin, caplog):
     assert line.operation_id == response.headers["operation-id"]
     assert line.spec_operation == "handlers.api_keys.list"
     assert line.duration_ms >= 0
+
+
+def test_access_log_names_the_operation_with_a_bare_asgi_scope(admin, factory, caplog):
+    """uvicorn's scope has no `extensions` (the test client's has): the log must still name
+    the routed operation."""
+    import httpx
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=factory.http.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+            return await c.get(
+                "/api_keys",
+                headers={"Authorization": f"Bearer {admin.token}", "Service-Version": "2"},
+            )
+
+    with caplog.at_level("INFO", logger="tunnelgw.access"):
+        response = factory._run(call)
+    admin.validator.check(response)
+    line = next(r for r in caplog.records if r.name == "tunnelgw.access")
+    assert line.spec_operation == "handlers.api_keys.list"
