@@ -1,12 +1,13 @@
 """Fixtures: one app and database per test session; each test gets fresh accounts, so tests
 are isolated by the same tenant boundary the server enforces.
 
-Set TUNNELGW_TEST_DATABASE_URL to run the suite on another database (e.g. PostgreSQL).
+The engine under test: SQLite by default; `TUNNELGW_TEST_ENGINE=postgresql` starts a
+throwaway PostgreSQL cluster for the session (tests/pgcluster.py); or point
+TUNNELGW_TEST_DATABASE_URL at an existing empty database.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,17 +15,35 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from tests import pgcluster
 from tests.factories import Factory
 from tests.openapi_check import SpecValidator
+from tunnelgw import migrate
 from tunnelgw.app import create_app
-from tunnelgw.db import Database
 from tunnelgw.settings import Settings
 
 MAX_BODY_BYTES = 64 * 1024
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _engine() -> Iterator[None]:
+    """Start PostgreSQL for the session when asked; later fixtures read the URL from env."""
+    if os.environ.get("TUNNELGW_TEST_ENGINE") != "postgresql" or os.environ.get(
+        "TUNNELGW_TEST_DATABASE_URL"
+    ):
+        yield
+        return
+    with pgcluster.cluster() as base:
+        os.environ["TUNNELGW_TEST_DATABASE_URL"] = pgcluster.create_database(base, "tunnelgw")
+        os.environ["TUNNELGW_TEST_PG_BASE"] = base
+        try:
+            yield
+        finally:
+            del os.environ["TUNNELGW_TEST_DATABASE_URL"], os.environ["TUNNELGW_TEST_PG_BASE"]
+
+
 @pytest.fixture(scope="session")
-def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Settings:
     data_dir: Path = tmp_path_factory.mktemp("data")
     return Settings(
         data_dir=data_dir,
@@ -41,12 +60,7 @@ def spec_validator() -> SpecValidator:
 
 @pytest.fixture(scope="session")
 def http(settings: Settings) -> Iterator[TestClient]:
-    async def prepare() -> None:
-        database = Database(settings.resolved_database_url())
-        await database.create_schema()
-        await database.dispose()
-
-    asyncio.run(prepare())
+    migrate.upgrade(settings.resolved_database_url())
     app = create_app(settings)
     with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
         yield client

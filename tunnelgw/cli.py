@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from tunnelgw import __version__, accounts
+from tunnelgw import __version__, accounts, migrate
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
 from tunnelgw.settings import Settings
@@ -47,8 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
 
-    migrate = sub.add_parser("migrate", help="create the database schema, then exit")
-    migrate.set_defaults(run=_migrate)
+    migrate_cmd = sub.add_parser("migrate", help="migrate the database to the newest schema")
+    migrate_cmd.set_defaults(run=_migrate)
 
     acc = sub.add_parser("accounts", help="manage accounts").add_subparsers(
         dest="action", required=True
@@ -88,14 +88,15 @@ def _settings() -> Settings:
 
 
 def _with_database(work: Callable[[Database], Awaitable[Any]]) -> Any:
-    """Run `work` on a prepared database (schema created) and close it."""
+    """Run `work` on the configured database, migrated to the newest schema first."""
+
+    settings = _settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade(settings.resolved_database_url())
 
     async def runner() -> Any:
-        settings = _settings()
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database(settings.resolved_database_url())
         try:
-            await database.create_schema()
             return await work(database)
         finally:
             await database.dispose()
@@ -108,8 +109,10 @@ def _print(data: dict[str, Any]) -> None:
 
 
 def _migrate(_args: argparse.Namespace) -> int:
-    _with_database(lambda _db: asyncio.sleep(0))
-    print("schema is up to date")
+    settings = _settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    revision = migrate.upgrade(settings.resolved_database_url())
+    print(f"schema is up to date (revision {revision})")
     return 0
 
 

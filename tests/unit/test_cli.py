@@ -11,7 +11,7 @@ import pytest
 from sqlmodel import select
 
 from models import Account, ApiKey, Principal
-from tunnelgw import accounts, cli
+from tunnelgw import accounts, cli, migrate
 from tunnelgw.db import Database
 
 
@@ -72,9 +72,10 @@ def test_unknown_account_or_owner_exits_with_a_message(data_dir):
 
 
 def test_bootstrap_only_on_an_empty_database(tmp_path):
+    migrate.upgrade(f"sqlite:///{tmp_path / 'b.db'}")
+
     async def scenario() -> tuple:
         database = Database(f"sqlite+aiosqlite:///{tmp_path / 'b.db'}")
-        await database.create_schema()
         async with database.write() as session:
             first = await accounts.bootstrap(session, token="fixed-token")
         async with database.write() as session:

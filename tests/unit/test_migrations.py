@@ -1,0 +1,53 @@
+"""Migrations: the migrated schema is exactly the models' schema, upgrades are idempotent,
+and concurrent upgrades do not race."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine
+from sqlmodel import SQLModel
+
+import models  # noqa: F401
+from tests import pgcluster
+from tunnelgw import migrate
+
+
+@pytest.fixture
+def url(settings, tmp_path):
+    """A fresh, empty database of the engine under test (PostgreSQL when the suite runs on
+    it; an existing TUNNELGW_TEST_DATABASE_URL without a cluster of ours is reused)."""
+    if os.environ.get("TUNNELGW_TEST_PG_BASE"):
+        name = f"migrate_{uuid.uuid4().hex[:12]}"
+        return pgcluster.create_database(os.environ["TUNNELGW_TEST_PG_BASE"], name)
+    if os.environ.get("TUNNELGW_TEST_DATABASE_URL"):
+        return migrate.sync_url(settings.resolved_database_url())
+    return f"sqlite:///{tmp_path / 'm.db'}"
+
+
+def test_migrated_schema_equals_the_models(url):
+    assert migrate.upgrade(url) == migrate.head()
+    engine = create_engine(migrate.sync_url(url))
+    with engine.connect() as conn:
+        diff = compare_metadata(
+            MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata
+        )
+    engine.dispose()
+    assert diff == [], f"models and migrations differ; add a migration: {diff}"
+
+
+def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: migrate.upgrade(url), range(4)))
+    assert results == [migrate.head()] * 4
+    assert migrate.upgrade(url) == migrate.head()
+
+
+def test_sync_url_maps_async_drivers():
+    assert migrate.sync_url("sqlite+aiosqlite:////x/y.db") == "sqlite:////x/y.db"
+    assert migrate.sync_url("postgresql+psycopg://u:p@h/db") == "postgresql+psycopg://u:p@h/db"

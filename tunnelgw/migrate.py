@@ -1,0 +1,79 @@
+"""Schema migrations: `upgrade()` brings a database to the newest revision, once, safely.
+
+Concurrent starts do not race: on PostgreSQL the upgrade holds an advisory lock for its
+transaction; on SQLite it holds an exclusive lock file next to the database. The server runs
+this before its workers start; workers only check (readiness) that the schema is current.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, make_url
+
+LOCK_ID = 0x7475_6E6E  # "tunn": the advisory lock key of tunnelgw migrations
+
+
+def sync_url(url: str) -> str:
+    """The same database with a synchronous driver (Alembic runs synchronously)."""
+    parsed = make_url(url)
+    if parsed.drivername == "sqlite+aiosqlite":
+        parsed = parsed.set(drivername="sqlite")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    return config
+
+
+def head() -> str | None:
+    """The newest revision the code knows."""
+    return ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def current(connection: Connection) -> str | None:
+    """The revision a database is at (None when never migrated)."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+@contextlib.contextmanager
+def _sqlite_lock(url: str) -> Iterator[None]:
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        yield
+        return
+    lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def upgrade(url: str) -> str | None:
+    """Migrate the database at `url` to head; returns the revision it is at afterwards."""
+    url = sync_url(url)
+    engine = create_engine(url)
+    is_sqlite = engine.dialect.name == "sqlite"
+    try:
+        lock = _sqlite_lock(url) if is_sqlite else contextlib.nullcontext()
+        with lock, engine.begin() as connection:
+            if engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": LOCK_ID})
+            config = _config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+            return current(connection)
+    finally:
+        engine.dispose()
