@@ -1,7 +1,39 @@
-"""Liveness: answers without authentication or version header."""
+"""Liveness, readiness and metrics: answered without authentication or version header."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from connexion.lifecycle import ConnexionResponse
+
+from tunnelgw import db, metrics, migrate
+from tunnelgw.errors import ApiError, Code
+
 
 async def get() -> dict[str, str]:
+    """Liveness: the process answers."""
     return {"status": "ok"}
+
+
+async def ready() -> dict[str, Any]:
+    """Readiness: the database answers and its schema is the newest this code knows."""
+    try:
+        async with db.read() as session:
+            connection = await session.connection()
+            revision = await connection.run_sync(migrate.current)
+    except Exception as exc:  # any failure to reach the database means "not ready"
+        raise ApiError(
+            Code.SERVICE_UNAVAILABLE, f"Database unreachable: {type(exc).__name__}."
+        ) from exc
+    if revision != migrate.head():
+        raise ApiError(
+            Code.SERVICE_UNAVAILABLE,
+            f"Schema at revision {revision}, expected {migrate.head()}: run `tunnelgw migrate`.",
+        )
+    return {"status": "ready", "schema_revision": revision}
+
+
+async def metrics_text() -> ConnexionResponse:
+    """Prometheus text exposition."""
+    body, content_type = metrics.exposition()
+    return ConnexionResponse(status_code=200, body=body, content_type=content_type)

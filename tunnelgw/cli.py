@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging.config
 import os
+import shutil
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
@@ -141,6 +142,8 @@ def _serve(args: argparse.Namespace) -> int:
             f"-H 'Service-Version: 2' {base}/api_keys",
             flush=True,
         )
+    if settings.workers > 1:
+        _share_metrics(settings)
     import uvicorn
 
     uvicorn.run(
@@ -155,6 +158,16 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=30,
     )
     return 0
+
+
+def _share_metrics(settings: Settings) -> None:
+    """Workers write Prometheus samples to one fresh directory, so /metrics sums them all."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return  # the operator chose a directory
+    directory = settings.data_dir / "prometheus"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
 
 
 def _accounts_create(args: argparse.Namespace) -> int:

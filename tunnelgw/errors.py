@@ -47,6 +47,7 @@ class Code(enum.Enum):
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 5xx: our fault.
     INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
+    SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")
 
     @property
     def error_code(self) -> str:

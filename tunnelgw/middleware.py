@@ -18,7 +18,7 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tunnelgw import ids, urls
+from tunnelgw import ids, metrics, urls
 from tunnelgw.errors import ApiError, Code
 
 OPERATION_ID_KEY = "tunnelgw.operation_id"
@@ -71,19 +71,21 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            elapsed = time.perf_counter() - started
+            metrics.observe(spec_operation(scope), scope["method"], status, elapsed)
             access_log.info(
                 "%s %s %d %.1fms %s %s",
                 scope["method"],
                 scope["path"],
                 status,
-                (time.perf_counter() - started) * 1000,
+                elapsed * 1000,
                 op_id,
                 spec_operation(scope) or "-",
                 extra={
                     "method": scope["method"],
                     "path": scope["path"],
                     "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "duration_ms": round(elapsed * 1000, 2),
                     "operation_id": op_id,
                     "spec_operation": spec_operation(scope),
                 },

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 
 import pytest
 from sqlmodel import select
@@ -106,7 +107,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", "boot-token")
-    for var in set(cli.SERVE_FLAGS.values()) - {"TUNNELGW_DATA_DIR"}:
+    for var in {*cli.SERVE_FLAGS.values(), "PROMETHEUS_MULTIPROC_DIR"} - {"TUNNELGW_DATA_DIR"}:
         monkeypatch.setenv(var, "")  # recorded, so what serve exports is undone afterwards
         monkeypatch.delenv(var)
     assert (
@@ -131,6 +132,9 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert seen["port"] == 9123
     assert seen["workers"] == 2
     assert seen["app"] == "tunnelgw.app:create_app"
+    # Several workers share one fresh Prometheus directory in the data dir.
+    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(data_dir / "prometheus")
+    assert (data_dir / "prometheus").is_dir()
     # Restarting does not bootstrap again.
     assert cli.main(["serve", "--port", "9123"]) == 0
     assert "boot-token" not in capsys.readouterr().out
