@@ -82,6 +82,8 @@ def loads_strict(raw: bytes) -> Any:
         raise ApiError(
             Code.INVALID_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno}."
         ) from None
+    except ValueError:  # e.g. an integer literal longer than Python's 4300-digit limit
+        raise ApiError(Code.INVALID_JSON, "A JSON number is too large.") from None
     _check_values(value)
     return value
 

@@ -23,6 +23,7 @@ from tunnelgw.validation import check_extensions, loads_strict, schema_error
         b"\xff\xfe",
         b"[" * 100_000,
         b"[" * 40 + b"]" * 40,
+        b'{"n": ' + b"9" * 5000 + b"}",
     ],
 )
 def test_loads_strict_rejects(raw):
