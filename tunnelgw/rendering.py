@@ -18,6 +18,7 @@ from connexion.exceptions import (
 )
 from connexion.lifecycle import ConnexionResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.middleware import operation_id
@@ -39,6 +40,8 @@ def to_api_error(exc: Exception, request_headers: Any = None) -> ApiError:
     """The ApiError that stands for `exc`."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, ClientDisconnect):  # nobody will read the answer; not our fault
+        return ApiError(Code.INVALID_BODY, "The client disconnected before the body arrived.")
     if isinstance(exc, NonConformingResponse):
         return ApiError(Code.INTERNAL)
     if isinstance(exc, UnsupportedMediaTypeProblem):

@@ -40,12 +40,13 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> None:
-        self.port = free_port()
+        """Start (or restart on the same port, as a real deployment would)."""
+        self.port = self.port or free_port()
         env = {
             **os.environ,
             "TUNNELGW_BOOTSTRAP_TOKEN": self.token,
             "TUNNELGW_DATA_DIR": str(self.data_dir),
-            "TUNNELGW_LOG_LEVEL": "warning",
+            "TUNNELGW_LOG_LEVEL": os.environ.get("TUNNELGW_STRESS_LOG_LEVEL", "warning"),
         }
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         if self.database_url:

@@ -15,6 +15,7 @@ from connexion.exceptions import (
     UnsupportedMediaTypeProblem,
 )
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from tunnelgw.errors import ApiError, Code, catalog
 from tunnelgw.rendering import ErrorRenderer, to_api_error
@@ -63,6 +64,7 @@ def test_foreign_exceptions_map_to_catalog_codes():
         (HTTPException(405, headers={"Allow": "GET"}), None, Code.METHOD_NOT_ALLOWED),
         (HTTPException(418), None, Code.INTERNAL),
         (RuntimeError("bug"), None, Code.INTERNAL),
+        (ClientDisconnect(), None, Code.INVALID_BODY),
     ]
     for exc, headers, code in cases:
         assert to_api_error(exc, headers).code is code, exc
