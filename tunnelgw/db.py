@@ -18,9 +18,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
+
+from tunnelgw.errors import ApiError, Code
 
 _WRITE = "tunnelgw_write"
 
@@ -51,12 +54,23 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
-        """A session in one transaction: committed if the block succeeds, else rolled back."""
+        """A session in one transaction: committed if the block succeeds, else rolled back.
+
+        A constraint violation (a concurrent request got there first: a unique value taken,
+        a referenced row deleted) is rolled back and raised as ApiError(409 ERR_CONFLICT);
+        handlers check such rules first and the constraint is the last word under races.
+        """
         async with self._write_lock or contextlib.nullcontext(), self._sessions() as session:
             # Starts the transaction; on SQLite the option makes it BEGIN IMMEDIATE.
             await session.connection(execution_options={_WRITE: True})
-            yield session
-            await session.commit()
+            try:
+                yield session
+                await session.commit()
+            except IntegrityError as exc:
+                await session.rollback()
+                raise ApiError(
+                    Code.CONFLICT, "The request conflicts with a concurrent change; retry it."
+                ) from exc
 
     async def create_schema(self) -> None:
         """Create every table of the models (idempotent)."""
