@@ -3,10 +3,19 @@ API client that validates every response against the spec."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from starlette.testclient import TestClient
 
 from models.principal import Kind
@@ -136,3 +145,103 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert body["status_code"] == status
     assert body["details"]["operation_id"] == response.headers["operation-id"]
     return body
+
+
+# X.509 certificates and SSH keys for the CA tests, made with `cryptography` and `ssh-keygen`
+# (independent of the code under test), and `ssh-keygen -L` to read issued certificates.
+
+KEY_USAGE_FLAGS = (
+    "digital_signature",
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
+def x509_certificate(
+    *,
+    ca: bool | None = True,
+    common_names: tuple[str, ...] = ("Test CA",),
+    key_usages: tuple[str, ...] | None = ("key_cert_sign", "crl_sign"),
+    extended_key_usages: tuple[x509.ObjectIdentifier, ...] = (),
+    not_before: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+    not_after: datetime = datetime(2036, 1, 1, tzinfo=UTC),
+) -> str:
+    """A self-signed certificate as PEM. `ca=None` leaves out basic constraints and
+    `key_usages=None` the key usage extension."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn) for cn in common_names])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+    )
+    if ca is not None:
+        builder = builder.add_extension(x509.BasicConstraints(ca=ca, path_length=None), True)
+    if key_usages is not None:
+        flags = {flag: flag in key_usages for flag in KEY_USAGE_FLAGS}
+        builder = builder.add_extension(x509.KeyUsage(**flags), critical=True)
+    if extended_key_usages:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(extended_key_usages), False)
+    cert = builder.sign(key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+
+
+def ssh_keygen(directory: Path, key_type: str, bits: int | None = None) -> str:
+    """A new key pair made by `ssh-keygen` in `directory`; its public key line."""
+    path = directory / f"id_{key_type}_{uuid.uuid4().hex[:8]}"
+    size = ["-b", str(bits)] if bits else []
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", key_type, *size, "-N", "", "-C", "test@host", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path.with_suffix(".pub").read_text().strip()
+
+
+def ssh_fingerprint(public_key_line: str, directory: Path) -> str:
+    """`SHA256:...` of a public key, as `ssh-keygen -l` prints it."""
+    path = directory / f"{uuid.uuid4().hex[:8]}.pub"
+    path.write_text(public_key_line + "\n")
+    out = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    return out.split()[1]
+
+
+_LISTS = ("Principals", "Critical Options", "Extensions")
+
+
+def ssh_certificate_listing(certificate: str, directory: Path) -> dict[str, Any]:
+    """`ssh-keygen -L` of a certificate line (times in UTC), as a dict: one string per
+    field, a list per section (`Principals`, `Critical Options`, `Extensions`)."""
+    path = directory / f"{uuid.uuid4().hex[:8]}-cert.pub"
+    path.write_text(certificate + "\n")
+    out = subprocess.run(
+        ["ssh-keygen", "-L", "-f", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TZ": "UTC"},
+    ).stdout
+    info: dict[str, Any] = {}
+    section = ""
+    for line in out.splitlines()[1:]:
+        if line.startswith(" " * 16):
+            info[section].append(line.strip())
+            continue
+        key, _, value = line.strip().partition(":")
+        if key in _LISTS:
+            section, info[key] = key, []
+        else:
+            info[key] = value.strip()
+    return info

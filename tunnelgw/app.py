@@ -20,6 +20,7 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 
 from tunnelgw import db, middleware, validation
+from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
 from tunnelgw.rendering import ErrorRenderer
 from tunnelgw.settings import Settings
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
+        keys.init(settings)  # `tunnelgw serve` created it before the workers started
         database = db.init(settings.resolved_database_url())
         try:
             yield

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from tunnelgw import __version__, accounts, migrate
+from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
 from tunnelgw.settings import Settings
@@ -27,6 +28,7 @@ SERVE_FLAGS = {
     "public_url": "TUNNELGW_PUBLIC_URL",
     "data_dir": "TUNNELGW_DATA_DIR",
     "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
+    "keep_alive_seconds": "TUNNELGW_KEEP_ALIVE_SECONDS",
     "log_level": "TUNNELGW_LOG_LEVEL",
 }
 
@@ -44,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--public-url", help="base URL written into uri fields")
     serve.add_argument("--data-dir", help="directory for the SQLite file (default ./tunnelgw-data)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")
+    serve.add_argument("--keep-alive-seconds", type=int, help="idle keep-alive (default 75)")
     serve.add_argument("--log-level", help="debug, info, warning, error")
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
     serve.set_defaults(run=_serve)
@@ -122,6 +125,14 @@ async def _bootstrap(database: Database) -> accounts.Credentials | None:
         return await accounts.bootstrap(session, _settings().bootstrap_token)
 
 
+def _prepare_kek(settings: Settings) -> None:
+    """Create the key-encryption key file once, before the workers start (they only read it)."""
+    try:
+        keys.load_or_create_kek(settings)
+    except keys.KekError as exc:
+        raise SystemExit(f"tunnelgw: {exc}") from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     for flag, variable in SERVE_FLAGS.items():
         value = getattr(args, flag)
@@ -132,6 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _settings()
     logging.config.dictConfig(log_config(settings.log_level, json_logs=settings.json_logs))
     created = _with_database(_bootstrap)
+    _prepare_kek(settings)
     base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
     if created is not None:
         print(
@@ -156,6 +168,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=settings.log_level,
         log_config=log_config(settings.log_level, json_logs=settings.json_logs),
         timeout_graceful_shutdown=30,
+        timeout_keep_alive=settings.keep_alive_seconds,
     )
     return 0
 

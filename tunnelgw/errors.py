@@ -32,6 +32,15 @@ class Code(enum.Enum):
         "The Service-Version header is required; send 'Service-Version: 2'.",
     )
     VERSION_UNSUPPORTED = (400, "Unsupported Service-Version; this server speaks version 2.")
+    # 400: certificates and keys that cannot be used (tunnelgw.crypto.Rule names the same).
+    INVALID_PEM = (400, "The value is not PEM.")
+    NOT_A_CERTIFICATE = (400, "The PEM holds something other than a certificate.")
+    INVALID_CERTIFICATE = (400, "The PEM certificate block is not a valid X.509 certificate.")
+    MULTIPLE_CERTIFICATES = (400, "The PEM holds more than one certificate.")
+    NOT_A_CA = (400, "The certificate is not a CA certificate (basic constraints CA:TRUE).")
+    INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
+    UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
+    INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
@@ -43,6 +52,7 @@ class Code(enum.Enum):
     METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
     # 409 / 413 / 415: the request cannot be taken as it is.
     CONFLICT = (409, "The request conflicts with the current state.")
+    SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 5xx: our fault.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -20,9 +20,14 @@ class Settings(BaseSettings):
     database_url: str | None = None
     public_url: str | None = None
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # Longer than clients' and load balancers' idle timeouts (httpx 5 s, nginx 60-75 s), so a
+    # client never sends on a connection the server is closing at that moment.
+    keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
     log_level: str = "info"
     json_logs: bool = False
     bootstrap_token: str | None = None
+    # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
+    key_encryption_key: SecretStr | None = None
 
     def resolved_database_url(self) -> str:
         """The async SQLAlchemy URL: the configured one, or SQLite in the data directory."""

@@ -11,7 +11,11 @@ def utcnow() -> datetime:
 
 
 def rfc3339(value: datetime) -> str:
-    """`2026-11-21T10:11:14Z`; naive values are taken as UTC (SQLite drops the zone)."""
+    """`2026-11-21T10:11:14Z`; naive values are taken as UTC (SQLite drops the zone).
+
+    Built with isoformat, not strftime: glibc's `%Y` writes `999` for the year 999, and
+    certificates can carry such dates.
+    """
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"

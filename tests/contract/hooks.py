@@ -1,19 +1,45 @@
-"""Schemathesis hooks: teach the generator the two constraints the spec declares as
-extensions because OpenAPI 3.0 cannot express them (`x-max-bytes`, `x-key-pattern`).
+"""Schemathesis hooks: teach the generator the constraints the spec declares as extensions
+because OpenAPI 3.0 cannot express them.
 
-A positive (valid-by-schema) case that breaks one of them is not valid input; it is dropped,
-not sent. Negative cases are left alone, so the server's rejection of such bodies is still
-tested.
+- `x-max-bytes`, `x-key-pattern` (any property) and `x-check: <rule>` (a request schema's
+  cross-field rule, e.g. `valid_until` later than `valid_after`): a positive (valid-by-schema)
+  case that breaks one is not valid input; it is dropped, not sent.
+- `x-format: <format>` (a string property holding a certificate, an SSH key or an address
+  list): random strings essentially never parse, so dropping would leave no positive case;
+  a positive case whose value fails the format's check gets the property's `example` (a real
+  certificate, key or list) instead, and the rest of the generated body is kept.
+
+Both run the same pure checks as the server (`tunnelgw.validation`, `tunnelgw.crypto`).
+Negative cases are left alone, so the server's rejection of such bodies is still tested.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import schemathesis
 
+from tunnelgw import timefmt
+from tunnelgw.crypto import CryptoError, ssh, x509
 from tunnelgw.errors import ApiError
 from tunnelgw.validation import check_extensions
+
+# `x-format` name -> the server's check of one value (raises CryptoError when invalid).
+FORMATS: dict[str, Callable[[str], object]] = {
+    "x509-ca-pem": x509.parse_ca,
+    "ssh-public-key": ssh.parse_user_public_key,
+    "source-address": lambda value: ssh.critical_options({"source-address": value}),
+}
+# `x-check` name -> the server's cross-field check of a body (raises CryptoError).
+CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "ssh-ca-key-spec": lambda body: ssh.ca_key_spec(
+        body.get("private_key_type"), body.get("elliptic_curve"), body.get("key_size")
+    ),
+    "ssh-validity": lambda body: ssh.validity(
+        body.get("valid_after"), body.get("valid_until"), timefmt.utcnow()
+    ),
+}
 
 
 def _resolve(node: Any, root: dict[str, Any]) -> Any:
@@ -45,6 +71,39 @@ def filter_case(context: Any, case: Any) -> bool:
         return True
     try:
         check_extensions(schema, case.body)
-    except ApiError:
+        if "x-check" in schema:
+            CHECKS[schema["x-check"]](case.body)
+    except (ApiError, CryptoError):
         return False
     return True
+
+
+def _valid(fmt: str, value: str) -> bool:
+    try:
+        FORMATS[fmt](value)
+    except CryptoError:
+        return False
+    return True
+
+
+def _with_formats(schema: Any, value: Any, root: dict[str, Any]) -> Any:
+    """`value` with each `x-format` string that fails its check replaced by the example."""
+    schema = _resolve(schema, root)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: _with_formats(props[k], v, root) if k in props else v for k, v in value.items()}
+    fmt = schema.get("x-format")
+    if fmt is not None and isinstance(value, str) and not _valid(fmt, value):
+        return schema["example"]
+    return value
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Any) -> Any:
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
+        return case
+    schema = _body_schema(case)
+    if schema is not None:
+        case.body = _with_formats(schema, case.body, case.operation.schema.raw_schema)
+    return case

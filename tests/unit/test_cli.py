@@ -131,6 +131,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert "http://example.test/api_keys" in out
     assert seen["port"] == 9123
     assert seen["workers"] == 2
+    assert seen["timeout_keep_alive"] == 75
     assert seen["app"] == "tunnelgw.app:create_app"
     # Several workers share one fresh Prometheus directory in the data dir.
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(data_dir / "prometheus")

@@ -1,0 +1,42 @@
+"""Certificate authorities: uploaded X.509 CA certificates and the fields derived from them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, Text
+from sqlmodel import Field
+
+from models.base import TIMESTAMP, AccountScoped, Described
+from tunnelgw import timefmt
+
+
+class CertificateAuthority(AccountScoped, Described, table=True):
+    __tablename__ = "certificate_authority"
+    __table_args__ = (Index("ix_certificate_authority_account_id_id", "account_id", "id"),)
+    PREFIX: ClassVar[str] = "ca"
+    PATH: ClassVar[str] = "/certificate_authorities"
+
+    # The normalised PEM; the other columns are derived from it once, at upload.
+    ca_pem: str = Field(sa_type=Text)
+    subject_common_name: str = Field(default="", sa_type=Text)
+    not_before: datetime = Field(sa_type=TIMESTAMP)
+    not_after: datetime = Field(sa_type=TIMESTAMP)
+    key_usages: list[str] = Field(default_factory=list, sa_type=JSON)
+    extended_key_usages: list[str] = Field(default_factory=list, sa_type=JSON)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "description": self.description,
+            "metadata": self.meta,
+            "ca_pem": self.ca_pem,
+            "subject_common_name": self.subject_common_name,
+            "not_before": timefmt.rfc3339(self.not_before),
+            "not_after": timefmt.rfc3339(self.not_after),
+            "key_usages": list(self.key_usages),
+            "extended_key_usages": list(self.extended_key_usages),
+        }

@@ -1,0 +1,35 @@
+"""SSH certificate authorities: a generated key pair; the private key is stored wrapped."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import Index, LargeBinary, String, Text
+from sqlmodel import Field
+
+from models.base import AccountScoped, Described
+from tunnelgw import timefmt
+
+
+class SshCertificateAuthority(AccountScoped, Described, table=True):
+    __tablename__ = "ssh_certificate_authority"
+    __table_args__ = (Index("ix_ssh_certificate_authority_account_id_id", "account_id", "id"),)
+    PREFIX: ClassVar[str] = "sshca"
+    PATH: ClassVar[str] = "/ssh_certificate_authorities"
+
+    public_key: str = Field(sa_type=Text)
+    key_type: str = Field(sa_type=String(16))
+    # PKCS #8 DER encrypted with AES-GCM under the KEK, the row id as associated data
+    # (tunnelgw.crypto.keys.wrap); never in the API shape.
+    wrapped_private_key: bytes = Field(sa_type=LargeBinary)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "description": self.description,
+            "metadata": self.meta,
+            "public_key": self.public_key,
+            "key_type": self.key_type,
+        }

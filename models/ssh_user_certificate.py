@@ -1,0 +1,68 @@
+"""SSH user certificates: a user key signed by an SSH certificate authority."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, String, Text
+from sqlmodel import Field, col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models.base import TIMESTAMP, AccountScoped, Described, id_field
+from tunnelgw import timefmt
+
+
+class SshUserCertificate(AccountScoped, Described, table=True):
+    __tablename__ = "ssh_user_certificate"
+    __table_args__ = (
+        Index("ix_ssh_user_certificate_account_id_id", "account_id", "id"),
+        # The "does this CA still have unexpired certificates" check on CA delete.
+        Index(
+            "ix_ssh_user_certificate_ca_valid_until",
+            "ssh_certificate_authority_id",
+            "valid_until",
+        ),
+    )
+    PREFIX: ClassVar[str] = "sucrt"
+    PATH: ClassVar[str] = "/ssh_user_certificates"
+
+    # No foreign key: expired certificates outlive their CA and keep naming it.
+    ssh_certificate_authority_id: str = id_field()
+    public_key: str = Field(sa_type=Text)
+    key_type: str = Field(sa_type=String(16))
+    principals: list[str] = Field(default_factory=list, sa_type=JSON)
+    critical_options: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    extensions: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
+    valid_after: datetime = Field(sa_type=TIMESTAMP)
+    valid_until: datetime = Field(sa_type=TIMESTAMP)
+    certificate: str = Field(sa_type=Text)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "description": self.description,
+            "metadata": self.meta,
+            "public_key": self.public_key,
+            "key_type": self.key_type,
+            "ssh_certificate_authority_id": self.ssh_certificate_authority_id,
+            "principals": list(self.principals),
+            "critical_options": dict(self.critical_options),
+            "extensions": dict(self.extensions),
+            "valid_after": timefmt.rfc3339(self.valid_after),
+            "valid_until": timefmt.rfc3339(self.valid_until),
+            "certificate": self.certificate,
+        }
+
+
+async def has_unexpired(session: AsyncSession, ca_id: str, now: datetime) -> bool:
+    """Whether the CA `ca_id` signed a certificate whose `valid_until` is after `now`."""
+    stmt = (
+        select(SshUserCertificate.id)
+        .where(SshUserCertificate.ssh_certificate_authority_id == ca_id)
+        .where(col(SshUserCertificate.valid_until) > now)
+        .limit(1)
+    )
+    return (await session.exec(stmt)).first() is not None
