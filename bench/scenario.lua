@@ -1,0 +1,108 @@
+-- wrk script for the tunnelgw benchmark (driven by bench/run.py).
+--
+-- Usage: wrk ... -s bench/scenario.lua http://127.0.0.1:PORT -- MODE [IDS_FILE]
+--   MODE get:    GET /backends/http_response/{id}, rotating over the ids in IDS_FILE
+--   MODE list:   GET /backends/http_response?limit=100
+--   MODE create: POST /backends/http_response with a small JSON body
+-- The bearer token comes from the BENCH_TOKEN environment variable.
+--
+-- Every request carries `Authorization` and `Service-Version: 2`. Responses outside 2xx are
+-- counted per thread (with the first one kept as a sample), and done() prints one line
+-- "BENCH_JSON {...}" with throughput, latency percentiles (microseconds) and error counts.
+
+local PATH = "/backends/http_response"
+local CREATE_BODY = '{"description":"bench","body":"hello",'
+    .. '"headers":{"Content-Type":"text/plain"},"status_code":200}'
+
+local threads = {}
+
+function setup(thread)
+    table.insert(threads, thread)
+    thread:set("thread_index", #threads)
+end
+
+local function read_ids(file_name)
+    local found = {}
+    local fh = assert(io.open(file_name, "r"), "cannot open ids file " .. tostring(file_name))
+    for line in fh:lines() do
+        if line ~= "" then
+            table.insert(found, line)
+        end
+    end
+    fh:close()
+    assert(#found > 0, "no ids in " .. file_name)
+    return found
+end
+
+local requests_list = {}
+local next_index = 1
+non_2xx = 0
+sample = ""
+
+function init(args)
+    local mode = args[1] or "get"
+    wrk.headers["Authorization"] = "Bearer " .. (os.getenv("BENCH_TOKEN") or "")
+    wrk.headers["Service-Version"] = "2"
+    if mode == "get" then
+        for _, id in ipairs(read_ids(args[2])) do
+            table.insert(requests_list, wrk.format("GET", PATH .. "/" .. id))
+        end
+    elseif mode == "list" then
+        table.insert(requests_list, wrk.format("GET", PATH .. "?limit=100"))
+    elseif mode == "create" then
+        wrk.headers["Content-Type"] = "application/json"
+        table.insert(requests_list, wrk.format("POST", PATH, nil, CREATE_BODY))
+    else
+        error("unknown mode " .. mode)
+    end
+    -- Spread the threads over the id list instead of all starting on the same id.
+    next_index = ((thread_index or 1) * 37 - 1) % #requests_list + 1
+end
+
+function request()
+    local req = requests_list[next_index]
+    next_index = next_index % #requests_list + 1
+    return req
+end
+
+function response(status, headers, body)
+    if status < 200 or status > 299 then
+        non_2xx = non_2xx + 1
+        if sample == "" then
+            sample = status .. " " .. string.sub(body or "", 1, 300)
+        end
+    end
+end
+
+local function json_string(text)
+    local escaped = string.gsub(text, '[%c"\\]', function(c)
+        return string.format("\\u%04x", string.byte(c))
+    end)
+    return '"' .. escaped .. '"'
+end
+
+function done(summary, latency, requests)
+    local failed, first = 0, ""
+    for _, thread in ipairs(threads) do
+        failed = failed + thread:get("non_2xx")
+        if first == "" then
+            first = thread:get("sample")
+        end
+    end
+    local errors = summary.errors
+    local fields = {
+        string.format('"requests":%d', summary.requests),
+        string.format('"duration_us":%d', summary.duration),
+        string.format('"bytes":%d', summary.bytes),
+        string.format('"non_2xx":%d', failed),
+        string.format('"non_2xx_sample":%s', json_string(first)),
+        string.format(
+            '"socket_errors":{"connect":%d,"read":%d,"write":%d,"timeout":%d}',
+            errors.connect, errors.read, errors.write, errors.timeout
+        ),
+        string.format('"latency_us":{"mean":%.1f,"max":%d,"p50":%d,"p90":%d,"p99":%d}',
+            latency.mean, latency.max, latency:percentile(50), latency:percentile(90),
+            latency:percentile(99)),
+    }
+    io.write("BENCH_JSON {" .. table.concat(fields, ",") .. "}\n")
+end
