@@ -4,22 +4,31 @@ are isolated by the same tenant boundary the server enforces.
 The engine under test: SQLite by default; `TUNNELGW_TEST_ENGINE=postgresql` starts a
 throwaway PostgreSQL cluster for the session (tests/pgcluster.py); or point
 TUNNELGW_TEST_DATABASE_URL at an existing empty database.
+
+`TUNNELGW_TEST_LIVE_WORKERS=N` runs the API tests against a real `tunnelgw serve --workers N`
+on the same database instead of the in-process app (tests marked `inprocess`, which reach
+into the app, are skipped then).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.testclient import TestClient
 
 from tests import pgcluster
 from tests.factories import Factory
 from tests.openapi_check import SpecValidator
-from tunnelgw import migrate
+from tests.stress.server import Server
+from tunnelgw import db, migrate
 from tunnelgw.app import create_app
+from tunnelgw.crypto import keys
 from tunnelgw.settings import Settings
 
 MAX_BODY_BYTES = 64 * 1024
@@ -58,12 +67,62 @@ def spec_validator() -> SpecValidator:
     return SpecValidator()
 
 
+LIVE_WORKERS = int(os.environ.get("TUNNELGW_TEST_LIVE_WORKERS") or 0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if LIVE_WORKERS:
+        skip = pytest.mark.skip(reason="reaches into the app; live-server mode")
+        for item in items:
+            if "inprocess" in item.keywords:
+                item.add_marker(skip)
+
+
+class LiveClient(httpx.Client):
+    """An HTTP client of a live server, with a portal whose event loop has the database
+    (and KEK) open, for the factories."""
+
+    portal: BlockingPortal | None = None
+
+
 @pytest.fixture(scope="session")
-def http(settings: Settings) -> Iterator[TestClient]:
+def http(settings: Settings) -> Iterator[TestClient | LiveClient]:
     migrate.upgrade(settings.resolved_database_url())
+    if LIVE_WORKERS:
+        yield from _live(settings)
+        return
     app = create_app(settings)
     with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
         yield client
+
+
+def _live(settings: Settings) -> Iterator[LiveClient]:
+    server = Server(
+        settings.data_dir,
+        os.environ.get("TUNNELGW_TEST_DATABASE_URL"),
+        "tgw_live_" + secrets.token_hex(12),
+        workers=LIVE_WORKERS,
+        public_url="http://testserver",
+        env={"TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes)},
+    )
+    server.start()
+
+    async def open_database() -> None:
+        keys.init(settings)
+        db.init(settings.resolved_database_url())
+
+    try:
+        with (
+            start_blocking_portal() as portal,
+            LiveClient(base_url=server.base, timeout=60) as client,
+        ):
+            portal.call(open_database)
+            client.portal = portal
+            yield client
+            portal.call(db.current().dispose)
+    finally:
+        server.stop()
+        assert "Traceback" not in server.log(), server.log()[-5000:]
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,10 @@ class HttpxRequest:
             header=Headers(list(request.headers.items())),
         )
         self.content_type = request.headers.get("content-type", "application/json").lower()
-        self.body = request.content or None
+        try:
+            self.body = request.content or None
+        except httpx.RequestNotRead:  # a streamed body is not kept; responses do not need it
+            self.body = None
 
 
 class HttpxResponse:

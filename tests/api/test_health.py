@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from contextlib import asynccontextmanager
 
+import pytest
+
 from tests.factories import assert_error
 from tunnelgw import db, migrate
 
@@ -18,6 +20,7 @@ def test_ready_when_database_answers_at_head(factory):
     assert response.json() == {"status": "ready", "schema_revision": migrate.head()}
 
 
+@pytest.mark.inprocess
 def test_not_ready_when_schema_is_behind(factory, monkeypatch):
     monkeypatch.setattr(migrate, "head", lambda: "9999")
     body = assert_error(
@@ -26,6 +29,7 @@ def test_not_ready_when_schema_is_behind(factory, monkeypatch):
     assert "tunnelgw migrate" in body["msg"]
 
 
+@pytest.mark.inprocess
 def test_not_ready_when_database_is_unreachable(factory, monkeypatch):
     @asynccontextmanager
     async def broken():

@@ -148,6 +148,7 @@ def test_every_response_carries_an_operation_id(admin):
     assert ok.headers["operation-id"] != failed.headers["operation-id"]
 
 
+@pytest.mark.inprocess
 def test_public_url_comes_from_the_request_host(admin):
     listed = admin.get("/api_keys", headers={"Host": "api.example.test:9000"}).json()
     assert listed["uri"] == "http://api.example.test:9000/api_keys"
@@ -165,6 +166,7 @@ def test_docs_and_health_need_no_credentials(factory):
     assert anonymous.http.get("/ui/").status_code == 200
 
 
+@pytest.mark.inprocess
 def test_access_log_line_per_request(admin, caplog):
     with caplog.at_level("INFO", logger="tunnelgw.access"):
         response = admin.get("/api_keys", params={"limit": 1})
@@ -177,6 +179,7 @@ def test_access_log_line_per_request(admin, caplog):
     assert line.duration_ms >= 0
 
 
+@pytest.mark.inprocess
 def test_access_log_names_the_operation_with_a_bare_asgi_scope(admin, factory, caplog):
     """uvicorn's scope has no `extensions` (the test client's has): the log must still name
     the routed operation."""

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,6 +31,8 @@ class Server:
     database_url: str | None
     token: str
     workers: int = 2
+    public_url: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # further TUNNELGW_* settings
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     _log: BinaryIO | None = None
@@ -51,6 +53,9 @@ class Server:
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         if self.database_url:
             env["TUNNELGW_DATABASE_URL"] = self.database_url
+        if self.public_url:
+            env["TUNNELGW_PUBLIC_URL"] = self.public_url
+        env.update(self.env)
         self._close_log()
         self._log = log = (self.data_dir / "server.log").open("ab")
         self.proc = subprocess.Popen(
