@@ -7,11 +7,10 @@ from typing import Any, ClassVar
 from sqlalchemy import Index
 from sqlmodel import Field
 
-from models.base import AccountScoped, Described, id_field
-from tunnelgw import timefmt
+from models.base import DescribedResource, id_field
 
 
-class ApiKey(AccountScoped, Described, table=True):
+class ApiKey(DescribedResource, table=True):
     __tablename__ = "api_key"
     __table_args__ = (Index("ix_api_key_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ak"
@@ -23,11 +22,7 @@ class ApiKey(AccountScoped, Described, table=True):
     def to_api(self, token: str | None = None) -> dict[str, Any]:
         """The API shape; `token` is passed only by the create operation."""
         return {
-            "id": self.id,
-            "uri": self.uri,
-            "description": self.description,
-            "metadata": self.meta,
-            "created_at": timefmt.rfc3339(self.created_at),
+            **self.common_api(),
             "token": token,
             "owner_id": self.owner_id,
         }

@@ -43,3 +43,17 @@ class Described(SQLModel):
     description: str = Field(default="", sa_type=Text)
     # `metadata` is reserved by SQLAlchemy's declarative base; the column keeps the API name.
     meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})
+
+
+class DescribedResource(AccountScoped, Described):
+    """An account-scoped resource with description and metadata."""
+
+    def common_api(self) -> dict[str, Any]:
+        """The fields every such resource shows: id, uri, created_at, description, metadata."""
+        return {
+            "id": self.id,
+            "uri": self.uri,
+            "created_at": timefmt.rfc3339(self.created_at),
+            "description": self.description,
+            "metadata": self.meta,
+        }

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, AccountScoped, Described
+from models.base import TIMESTAMP, DescribedResource
 from tunnelgw import timefmt
 
 
-class CertificateAuthority(AccountScoped, Described, table=True):
+class CertificateAuthority(DescribedResource, table=True):
     __tablename__ = "certificate_authority"
     __table_args__ = (Index("ix_certificate_authority_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ca"
@@ -28,11 +28,7 @@ class CertificateAuthority(AccountScoped, Described, table=True):
 
     def to_api(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "uri": self.uri,
-            "created_at": timefmt.rfc3339(self.created_at),
-            "description": self.description,
-            "metadata": self.meta,
+            **self.common_api(),
             "ca_pem": self.ca_pem,
             "subject_common_name": self.subject_common_name,
             "not_before": timefmt.rfc3339(self.not_before),

@@ -7,11 +7,10 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import AccountScoped, Described
-from tunnelgw import timefmt
+from models.base import DescribedResource
 
 
-class HttpResponseBackend(AccountScoped, Described, table=True):
+class HttpResponseBackend(DescribedResource, table=True):
     __tablename__ = "http_response_backend"
     __table_args__ = (Index("ix_http_response_backend_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "bkdhr"
@@ -24,11 +23,7 @@ class HttpResponseBackend(AccountScoped, Described, table=True):
 
     def to_api(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "uri": self.uri,
-            "created_at": timefmt.rfc3339(self.created_at),
-            "description": self.description,
-            "metadata": self.meta,
+            **self.common_api(),
             "body": self.body,
             "headers": self.headers or None,
             "status_code": self.status_code,

@@ -7,11 +7,10 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import AccountScoped, Described
-from tunnelgw import timefmt
+from models.base import DescribedResource
 
 
-class SshCertificateAuthority(AccountScoped, Described, table=True):
+class SshCertificateAuthority(DescribedResource, table=True):
     __tablename__ = "ssh_certificate_authority"
     __table_args__ = (Index("ix_ssh_certificate_authority_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "sshca"
@@ -25,11 +24,7 @@ class SshCertificateAuthority(AccountScoped, Described, table=True):
 
     def to_api(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "uri": self.uri,
-            "created_at": timefmt.rfc3339(self.created_at),
-            "description": self.description,
-            "metadata": self.meta,
+            **self.common_api(),
             "public_key": self.public_key,
             "key_type": self.key_type,
         }

@@ -9,11 +9,11 @@ from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from models.base import TIMESTAMP, AccountScoped, Described, id_field
+from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw import timefmt
 
 
-class SshUserCertificate(AccountScoped, Described, table=True):
+class SshUserCertificate(DescribedResource, table=True):
     __tablename__ = "ssh_user_certificate"
     __table_args__ = (
         Index("ix_ssh_user_certificate_account_id_id", "account_id", "id"),
@@ -40,11 +40,7 @@ class SshUserCertificate(AccountScoped, Described, table=True):
 
     def to_api(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "uri": self.uri,
-            "created_at": timefmt.rfc3339(self.created_at),
-            "description": self.description,
-            "metadata": self.meta,
+            **self.common_api(),
             "public_key": self.public_key,
             "key_type": self.key_type,
             "ssh_certificate_authority_id": self.ssh_certificate_authority_id,
