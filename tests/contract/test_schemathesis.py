@@ -1,20 +1,23 @@
 """Contract tests: Schemathesis (examples, coverage, fuzzing and stateful phases, all checks)
-against a real `tunnelgw serve` on 127.0.0.1, authenticated with the bootstrap token."""
+against a real `tunnelgw serve` on 127.0.0.1, authenticated as the admin of a fresh account."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.stress.server import Server
+from tunnelgw import accounts
+from tunnelgw.db import Database
+from tunnelgw.settings import Settings
 
 pytestmark = pytest.mark.contract
 
@@ -24,56 +27,33 @@ MAX_EXAMPLES = os.environ.get("TUNNELGW_CONTRACT_EXAMPLES", "40")
 MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _admin_token(database_url: str) -> str:
+    """A fresh account's admin token, made directly in the server's database (which may hold
+    other accounts already, so the first-start bootstrap cannot be relied on)."""
+
+    async def make() -> str:
+        database = Database(database_url)
+        try:
+            async with database.write() as session:
+                return (await accounts.create_account_with_admin(session, "contract")).token
+        finally:
+            await database.dispose()
+
+    return asyncio.run(make())
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    token = "tgw_contract_" + secrets.token_hex(16)
-    port = _free_port()
     data_dir = tmp_path_factory.mktemp("contract")
-    env = {
-        **os.environ,
-        "TUNNELGW_BOOTSTRAP_TOKEN": token,
-        "TUNNELGW_DATA_DIR": str(data_dir),
-        "TUNNELGW_LOG_LEVEL": "warning",
-    }
-    env.pop("TUNNELGW_DATABASE_URL", None)
-    if os.environ.get("TUNNELGW_TEST_DATABASE_URL"):
-        env["TUNNELGW_DATABASE_URL"] = os.environ["TUNNELGW_TEST_DATABASE_URL"]
-    log = (data_dir / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tunnelgw", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
+    srv = Server(data_dir, database_url, "tgw_bootstrap_" + secrets.token_hex(12), workers=1)
+    srv.start()  # migrates the database and waits for /readyz
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"server did not start:\n{(data_dir / 'server.log').read_text()}")
-            time.sleep(0.2)
-        yield base, token
+        settings = Settings(data_dir=data_dir, database_url=database_url)
+        yield srv.base, _admin_token(settings.resolved_database_url())
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:  # pragma: no cover - only a hung server gets here
-            proc.kill()
-        log.close()
-        server_log = (data_dir / "server.log").read_text()
-        assert "Traceback" not in server_log, server_log
+        srv.stop()
+        assert "Traceback" not in srv.log(), srv.log()[-5000:]
 
 
 def _schemathesis(base: str, token: str, *extra: str) -> subprocess.CompletedProcess[str]:
