@@ -103,9 +103,15 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     def fake_run(app: str, **kwargs: object) -> None:
         seen.update(kwargs, app=app)
 
+    import logging.config
+
     import uvicorn
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
+    # Record the logging config instead of installing it in the test process (its handlers
+    # would keep capsys's stream, closed after this test).
+    configured: list[dict] = []
+    monkeypatch.setattr(logging.config, "dictConfig", configured.append)
     monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", "boot-token")
     for var in {*cli.SERVE_FLAGS.values(), "PROMETHEUS_MULTIPROC_DIR"} - {"TUNNELGW_DATA_DIR"}:
         monkeypatch.setenv(var, "")  # recorded, so what serve exports is undone afterwards
@@ -132,6 +138,8 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert seen["port"] == 9123
     assert seen["workers"] == 2
     assert seen["timeout_keep_alive"] == 75
+    assert configured[0]["loggers"]["tunnelgw"]["level"] == "WARNING"
+    assert seen["log_config"] == configured[0]
     assert seen["app"] == "tunnelgw.app:create_app"
     # Several workers share one fresh Prometheus directory in the data dir.
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(data_dir / "prometheus")
