@@ -59,9 +59,7 @@ async def list(
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_one(
-        ApiKey, id, lambda key: resources.apply_patch(key, body or {}, resources.DESCRIBED_FIELDS)
-    )
+    return await resources.update_described(ApiKey, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002

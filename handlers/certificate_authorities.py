@@ -49,11 +49,7 @@ async def list(
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_one(
-        CertificateAuthority,
-        id,
-        lambda ca: resources.apply_patch(ca, body or {}, resources.DESCRIBED_FIELDS),
-    )
+    return await resources.update_described(CertificateAuthority, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002

@@ -59,11 +59,7 @@ async def list(
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_one(
-        SshCertificateAuthority,
-        id,
-        lambda ca: resources.apply_patch(ca, body or {}, resources.DESCRIBED_FIELDS),
-    )
+    return await resources.update_described(SshCertificateAuthority, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002

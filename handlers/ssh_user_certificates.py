@@ -107,11 +107,7 @@ async def list(
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_one(
-        SshUserCertificate,
-        id,
-        lambda cert: resources.apply_patch(cert, body or {}, resources.DESCRIBED_FIELDS),
-    )
+    return await resources.update_described(SshUserCertificate, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002

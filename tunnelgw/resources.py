@@ -128,6 +128,11 @@ async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> d
     return row.to_api()
 
 
+async def update_described(model: type[R], id_: str, body: Body) -> dict[str, Any]:
+    """PATCH for resources whose only changeable fields are description and metadata."""
+    return await update_one(model, id_, lambda row: apply_patch(row, body or {}, DESCRIBED_FIELDS))
+
+
 async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
     """DELETE: remove the caller's row `id_`; the empty 204 response."""
     async with db.write() as session:
