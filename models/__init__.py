@@ -1,19 +1,51 @@
 """SQLModel tables, one module per table; importing this package registers them all."""
 
 from models.account import Account
+from models.agent_ingress import AgentIngress
 from models.api_key import ApiKey
+from models.application_session import ApplicationSession
+from models.application_user import ApplicationUser
 from models.certificate_authority import CertificateAuthority
+from models.edge import Edge
+from models.edge_route import EdgeRoute
+from models.endpoint import Endpoint
+from models.endpoint_configuration import EndpointConfiguration
+from models.event_source import EventSource
+from models.event_subscription import EventSubscription
+from models.fixture_load import FixtureLoad
 from models.http_response_backend import HttpResponseBackend
+from models.issuing_authority import IssuingAuthority
 from models.principal import Principal
+from models.reserved_addr import ReservedAddr
+from models.reserved_domain import ReservedDomain
 from models.ssh_certificate_authority import SshCertificateAuthority
 from models.ssh_user_certificate import SshUserCertificate
+from models.tls_certificate import TlsCertificate
+from models.tunnel import Tunnel
+from models.tunnel_group_backend import TunnelGroupBackend
 
 __all__ = [
     "Account",
+    "AgentIngress",
     "ApiKey",
+    "ApplicationSession",
+    "ApplicationUser",
     "CertificateAuthority",
+    "Edge",
+    "EdgeRoute",
+    "Endpoint",
+    "EndpointConfiguration",
+    "EventSource",
+    "EventSubscription",
+    "FixtureLoad",
     "HttpResponseBackend",
+    "IssuingAuthority",
     "Principal",
+    "ReservedAddr",
+    "ReservedDomain",
     "SshCertificateAuthority",
     "SshUserCertificate",
+    "TlsCertificate",
+    "Tunnel",
+    "TunnelGroupBackend",
 ]

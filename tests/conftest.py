@@ -59,6 +59,8 @@ def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Setting
         database_url=os.environ.get("TUNNELGW_TEST_DATABASE_URL") or None,
         max_body_bytes=MAX_BODY_BYTES,
         public_url=None,
+        # Certificate management jobs complete at the first read after they start.
+        certificate_issue_delay_seconds=0,
     )
 
 
@@ -103,7 +105,10 @@ def _live(settings: Settings) -> Iterator[LiveClient]:
         "tgw_live_" + secrets.token_hex(12),
         workers=LIVE_WORKERS,
         public_url="http://testserver",
-        env={"TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes)},
+        env={
+            "TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes),
+            "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+        },
     )
     server.start()
 

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from models.principal import Kind
 from tests.openapi_check import SpecValidator
-from tunnelgw import accounts, db
+from tunnelgw import accounts, db, ids
 from tunnelgw.accounts import Credentials
 
 _UNSET: Any = object()
@@ -126,6 +126,21 @@ class Factory:
 
         creds = self._run(make)
         return Session(self.client(creds.token), creds)
+
+    def row(self, model: Any, account_id: str, **fields: Any) -> Any:
+        """Insert a `model` row of `account_id` (fresh id unless `id` is given); the row.
+
+        For what the API cannot create: referenced resources and read-only resources.
+        """
+        fields.setdefault("id", ids.new_id(model.PREFIX))
+        row = model(account_id=account_id, **fields)
+
+        async def insert() -> None:
+            async with db.write() as session:
+                session.add(row)
+
+        self._run(insert)
+        return row
 
     def query(self, fn: Any) -> Any:
         """Run `await fn(session)` in a read session on the app's database."""

@@ -20,6 +20,7 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 
 from tunnelgw import db, middleware, validation
+from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
 from tunnelgw.rendering import ErrorRenderer
@@ -51,7 +52,7 @@ def load_spec() -> dict[str, Any]:
 
 def create_app(settings: Settings | None = None) -> AsyncApp:
     """A ready-to-serve ASGI app; the database opens when the app starts."""
-    settings = settings or Settings()
+    settings = tunnelgw_settings.use(settings or Settings())
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:

@@ -41,6 +41,8 @@ class Code(enum.Enum):
     INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
     UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
+    INVALID_DOMAIN = (400, "The domain cannot be used here.")
+    CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
@@ -48,11 +50,15 @@ class Code(enum.Enum):
     # 404 / 405: what is being addressed.
     NOT_FOUND = (404, "No such resource.")
     REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
+    BACKEND_MODULE_NOT_SET = (404, "The TLS edge has no backend module.")
     ROUTE_NOT_FOUND = (404, "No such route.")
     METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
     # 409 / 413 / 415: the request cannot be taken as it is.
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
+    DOMAIN_IN_USE = (409, "The domain is already reserved.")
+    CERTIFICATE_MANAGED = (409, "The certificate is managed by a certificate management policy.")
+    EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 5xx: our fault.

@@ -29,6 +29,27 @@ class Settings(BaseSettings):
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
 
+    # Reserved domains and agent ingresses (see the README's "Domains" section).
+    # A reserved name without a dot is `<name>.<shared_domain>`.
+    shared_domain: str = "tunnelgw.test"
+    # Custom domains get `cname_target` `<random>.<cname_suffix>`; wildcard custom domains get
+    # `acme_challenge_cname_target` `<random>.<acme_challenge_suffix>`.
+    cname_suffix: str = "cname.tunnelgw.test"
+    acme_challenge_suffix: str = "acme.tunnelgw.test"
+    # Agent ingress `ns_targets`, comma-separated.
+    ns_targets: str = "ns1.tunnelgw.test,ns2.tunnelgw.test,ns3.tunnelgw.test,ns4.tunnelgw.test"
+    # The one ACME authority name a certificate management policy may name.
+    certificate_authority: str = "letsencrypt"
+    # Simulated certificate management: a provisioning job completes this long after it
+    # starts; a failed job is retried after `certificate_retry_seconds`.
+    certificate_issue_delay_seconds: float = Field(default=5.0, ge=0, le=86400)
+    certificate_retry_seconds: int = Field(default=300, ge=1, le=86400 * 30)
+    certificate_validity_days: int = Field(default=90, ge=2, le=825)
+    certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
+
+    def ns_target_list(self) -> list[str]:
+        return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
+
     def resolved_database_url(self) -> str:
         """The async SQLAlchemy URL: the configured one, or SQLite in the data directory."""
         url = self.database_url or f"sqlite:///{(self.data_dir / 'tunnelgw.db').resolve()}"
@@ -51,3 +72,18 @@ def async_url(url: str) -> str:
     """Map a plain SQLAlchemy URL to the async driver we ship (`sqlite://` -> aiosqlite)."""
     scheme, sep, rest = url.partition("://")
     return f"{_ASYNC_DRIVERS.get(scheme, scheme)}{sep}{rest}"
+
+
+_current: Settings | None = None
+
+
+def use(settings: Settings) -> Settings:
+    """Make `settings` the process's settings (the app factory and the CLI call this)."""
+    global _current
+    _current = settings
+    return settings
+
+
+def current() -> Settings:
+    """The process's settings; defaults and environment when none were installed."""
+    return _current if _current is not None else use(Settings())

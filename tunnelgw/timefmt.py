@@ -19,3 +19,7 @@ def rfc3339(value: datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
+
+
+def rfc3339_or_none(value: datetime | None) -> str | None:
+    return None if value is None else rfc3339(value)

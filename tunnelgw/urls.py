@@ -20,3 +20,8 @@ def absolute(path: str, **query: object) -> str:
     """`base + path`, with `query` (None values dropped) as a query string."""
     params = {k: v for k, v in query.items() if v is not None}
     return f"{_base.get()}{path}" + (f"?{urlencode(params)}" if params else "")
+
+
+def ref(path: str, id_: str | None) -> dict[str, str] | None:
+    """The `Ref` object of the resource `id_` under the collection `path`; None when unset."""
+    return None if id_ is None else {"id": id_, "uri": absolute(f"{path}/{id_}")}

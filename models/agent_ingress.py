@@ -1,0 +1,33 @@
+"""Agent ingresses (`agin_`): a customer domain delegated to the service, with one regional
+ingress subdomain per region."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, String
+from sqlmodel import Field
+
+from models.base import DescribedResource
+
+
+class AgentIngress(DescribedResource, table=True):
+    __tablename__ = "agent_ingress"
+    __table_args__ = (
+        Index("ix_agent_ingress_account_id_id", "account_id", "id"),
+        Index("ux_agent_ingress_domain", "domain", unique=True),
+    )
+    PREFIX: ClassVar[str] = "agin"
+    PATH: ClassVar[str] = "/agent_ingresses"
+
+    domain: str = Field(sa_type=String(253))  # lower case
+    ns_targets: list[str] = Field(default_factory=list, sa_type=JSON)
+    region_domains: list[str] = Field(default_factory=list, sa_type=JSON)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            **self.common_api(),
+            "domain": self.domain,
+            "ns_targets": list(self.ns_targets),
+            "region_domains": list(self.region_domains),
+        }

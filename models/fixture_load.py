@@ -1,0 +1,19 @@
+"""Fixture files loaded into an account (by digest), so `serve --seed` loads a file once."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import String
+from sqlmodel import Field, SQLModel
+
+from models.base import TIMESTAMP, id_field
+from tunnelgw import timefmt
+
+
+class FixtureLoad(SQLModel, table=True):
+    __tablename__ = "fixture_load"
+
+    account_id: str = id_field(primary_key=True, foreign_key="account.id", ondelete="CASCADE")
+    digest: str = Field(primary_key=True, sa_type=String(64))  # SHA-256 of the file, hex
+    loaded_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
