@@ -29,3 +29,20 @@ def is_wildcard(name: str) -> bool:
 def is_under(name: str, parent: str) -> bool:
     """Whether `name` is a proper subdomain of `parent` (case-insensitive)."""
     return name.lower().endswith("." + parent.lower())
+
+
+# Agent ingresses: `<region>.<domain>` per region, in the API document's order (section 8).
+REGIONS = ("au", "eu", "ap", "us", "jp", "in", "sa")
+# The longest agent ingress domain (the spec's `maxLength`): `<region>.<domain>` stays
+# within MAX_LENGTH.
+INGRESS_MAX_LENGTH = 249
+
+
+def region_domains(domain: str) -> list[str]:
+    """The regional ingress names of the agent ingress `domain`, in REGIONS order."""
+    return [f"{region}.{domain}" for region in REGIONS]
+
+
+def is_at_or_under(name: str, parent: str) -> bool:
+    """Whether `name` is `parent` or a subdomain of it (case-insensitive)."""
+    return name.lower() == parent.lower() or is_under(name, parent)

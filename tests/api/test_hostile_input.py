@@ -55,7 +55,10 @@ CORPUS = {
 
 def _concrete(path: str) -> str:
     return (
-        path.replace("{id}", "x_0000000000000000000000000000")
+        # A path id with its own pattern must be well-formed, or the parameter's 400 comes
+        # before the body's 413/415.
+        path.replace("/edges/tls/{id}", "/edges/tls/edgtls_000000000000000000000000000")
+        .replace("{id}", "x_0000000000000000000000000000")
         .replace("{subscription_id}", "esb_0000000000000000000000000000")
         .replace("{type}", "ip_policy_created.v0")
     )

@@ -1,0 +1,78 @@
+"""Agent ingresses (`/agent_ingresses`): spec section 4.7.
+
+The domain is stored lower-case and is unique over all accounts; the server's own domains
+are refused. `ns_targets` come from the settings, `region_domains` from hostnames.REGIONS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import AgentIngress
+from models.agent_ingress import domain_taken
+from tunnelgw import auth, db, hostnames, ids, resources, settings
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+
+def _service_domains() -> tuple[str, ...]:
+    """The server's own domains: no agent ingress may be one of them or under one."""
+    current = settings.current()
+    return (current.shared_domain, current.cname_suffix, current.acme_challenge_suffix)
+
+
+def _checked_domain(domain: str) -> str:
+    """`domain` lower-cased; ApiError(400 ERR_INVALID_DOMAIN) if it is the service's."""
+    domain = domain.lower()
+    for service in _service_domains():
+        if hostnames.is_at_or_under(domain, service):
+            raise ApiError(
+                Code.INVALID_DOMAIN,
+                f"{domain!r} is the service's domain {service!r} or under it; an agent "
+                "ingress needs a domain you own.",
+                field="domain",
+            )
+    return domain
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    domain = _checked_domain(body["domain"])
+    ingress = AgentIngress(
+        id=ids.new_id(AgentIngress.PREFIX),
+        account_id=auth.caller().account_id,
+        domain=domain,
+        ns_targets=settings.current().ns_target_list(),
+        region_domains=hostnames.region_domains(domain),
+    )
+    resources.apply_patch(ingress, body, resources.DESCRIBED_FIELDS)
+    # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
+    async with db.write() as session:
+        if await domain_taken(session, domain):
+            raise ApiError(
+                Code.DOMAIN_IN_USE,
+                f"{domain!r} is already the domain of an agent ingress.",
+                field="domain",
+            )
+        session.add(ingress)
+    return ingress.to_api(), 201
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await resources.read_one(AgentIngress, id)
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    return await resources.read_page(AgentIngress, "ingresses", limit, before_id, beforeId)
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return await resources.update_described(AgentIngress, id, body)
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    return await resources.delete_one(AgentIngress, id)

@@ -1,0 +1,70 @@
+"""The TLS edge backend module (`/edges/tls/{id}/backend`): spec section 4.8.
+
+The module lives on the Edge row (`backend_id`, `backend_enabled`; `backend_enabled` None
+means no module). PUT replaces it, DELETE clears it and is idempotent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models import Edge, TunnelGroupBackend
+from tunnelgw import auth, db, resources, urls
+from tunnelgw.auth import Caller
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+
+async def _tls_edge(session: AsyncSession, caller: Caller, edge_id: str) -> Edge:
+    """The caller's TLS edge `edge_id`; ApiError(404 ERR_NOT_FOUND) otherwise."""
+    edge = await resources.get_owned(session, Edge, caller, edge_id)
+    if edge.kind != "tls":
+        raise ApiError(Code.NOT_FOUND, f"No TLS edge with id {edge_id!r}.", id=edge_id)
+    return edge
+
+
+def _module(edge: Edge) -> dict[str, Any]:
+    """The edge's backend module in its API shape; 404 ERR_BACKEND_MODULE_NOT_SET if none."""
+    if edge.backend_enabled is None or edge.backend_id is None:
+        raise ApiError(
+            Code.BACKEND_MODULE_NOT_SET,
+            f"The TLS edge {edge.id!r} has no backend module; set one with PUT.",
+            id=edge.id,
+        )
+    return {
+        "enabled": edge.backend_enabled,
+        "backend": urls.ref(TunnelGroupBackend.PATH, edge.backend_id),
+    }
+
+
+async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    body = body or {}
+    enabled = body.get("enabled")
+    caller = auth.caller()
+    async with db.write() as session:
+        edge = await _tls_edge(session, caller, id)
+        backend = await session.get(TunnelGroupBackend, body["backend_id"])
+        if backend is None or backend.account_id != caller.account_id:
+            raise ApiError(
+                Code.REFERENCE_NOT_FOUND,
+                f"No tunnel group backend {body['backend_id']!r} in this account.",
+                field="backend_id",
+            )
+        edge.backend_id = backend.id
+        edge.backend_enabled = True if enabled is None else bool(enabled)
+    return _module(edge)
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002
+    async with db.read() as session:
+        return _module(await _tls_edge(session, auth.caller(), id))
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as session:
+        edge = await _tls_edge(session, auth.caller(), id)
+        edge.backend_id = None
+        edge.backend_enabled = None
+    return None, 204
