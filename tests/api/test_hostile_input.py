@@ -56,7 +56,7 @@ CORPUS = {
 def _concrete(path: str) -> str:
     return (
         path.replace("{id}", "x_0000000000000000000000000000")
-        .replace("{subscription_id}", "esb_0000000000000000000000000000")
+        .replace("{subscription_id}", "esb_" + "0" * 27)
         .replace("{type}", "ip_policy_created.v0")
     )
 

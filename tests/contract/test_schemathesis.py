@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.contract import seed
 from tests.stress.server import Server
 from tunnelgw import accounts
 from tunnelgw.db import Database
@@ -27,15 +28,19 @@ MAX_EXAMPLES = os.environ.get("TUNNELGW_CONTRACT_EXAMPLES", "40")
 MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
 
 
-def _admin_token(database_url: str) -> str:
+def _contract_account(database_url: str) -> tuple[str, seed.Entries]:
     """A fresh account's admin token, made directly in the server's database (which may hold
-    other accounts already, so the first-start bootstrap cannot be relied on)."""
+    other accounts already, so the first-start bootstrap cannot be relied on), and which
+    operations use which of the rows seeded into it (tests/contract/seed.py)."""
 
-    async def make() -> str:
+    async def make() -> tuple[str, seed.Entries]:
         database = Database(database_url)
         try:
             async with database.write() as session:
-                return (await accounts.create_account_with_admin(session, "contract")).token
+                creds = await accounts.create_account_with_admin(session, "contract")
+            async with database.write() as session:
+                entries = await seed.seed(session, creds.account_id)
+            return creds.token, entries
         finally:
             await database.dispose()
 
@@ -43,26 +48,29 @@ def _admin_token(database_url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
     data_dir = tmp_path_factory.mktemp("contract")
     database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
     srv = Server(data_dir, database_url, "tgw_bootstrap_" + secrets.token_hex(12), workers=1)
     srv.start()  # migrates the database and waits for /readyz
     try:
         settings = Settings(data_dir=data_dir, database_url=database_url)
-        yield srv.base, _admin_token(settings.resolved_database_url())
+        token, entries = _contract_account(settings.resolved_database_url())
+        yield srv.base, token, seed.config(CONFIG, data_dir / "schemathesis.toml", entries)
     finally:
         srv.stop()
         assert "Traceback" not in srv.log(), srv.log()[-5000:]
 
 
-def _schemathesis(base: str, token: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _schemathesis(
+    base: str, token: str, *extra: str, config: Path = CONFIG
+) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
     return subprocess.run(
         [
             exe,
             "--config-file",
-            str(CONFIG),
+            str(config),
             "--no-color",
             "run",
             f"{base}/openapi.json",
@@ -78,8 +86,8 @@ def _schemathesis(base: str, token: str, *extra: str) -> subprocess.CompletedPro
     )
 
 
-def test_schemathesis_all_checks_all_phases(server: tuple[str, str]) -> None:
-    base, token = server
+def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path]) -> None:
+    base, token, config = server
     result = _schemathesis(
         base,
         token,
@@ -91,14 +99,15 @@ def test_schemathesis_all_checks_all_phases(server: tuple[str, str]) -> None:
         "junit",
         "--report-dir",
         str(ROOT / ".schemathesis-report"),
+        config=config,
     )
     print(result.stdout[-20000:])
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
     assert "Stateful" in result.stdout
 
 
-def test_a_wrong_token_fails_the_run(server: tuple[str, str]) -> None:
-    base, _ = server
+def test_a_wrong_token_fails_the_run(server: tuple[str, str, Path]) -> None:
+    base, _, _ = server
     result = _schemathesis(
         base,
         "tgw_wrong",
