@@ -3,15 +3,68 @@ an endpoint; created by fixtures."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Index, Text
-from sqlmodel import Field
+from sqlmodel import Field, col, delete
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
 from tunnelgw import timefmt, urls
+
+_USER_AGENT_FIELDS = (
+    "raw",
+    "browser_name",
+    "browser_version",
+    "device_type",
+    "os_name",
+    "os_version",
+)
+_INT64_MAX = 2**63 - 1
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def _radius(value: Any) -> int:
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    return value if is_int and 0 <= value <= _INT64_MAX else 0
+
+
+def browser_session_api(stored: Any) -> dict[str, Any]:
+    """The BrowserSession shape with every field, whatever the stored JSON lacks: `""` for a
+    missing or mistyped string, 0 for a number."""
+    session = _obj(stored)
+    agent = _obj(session.get("user_agent"))
+    location = _obj(session.get("location"))
+    return {
+        "user_agent": {name: _str(agent.get(name)) for name in _USER_AGENT_FIELDS},
+        "ip_address": _str(session.get("ip_address")),
+        "location": {
+            "country_code": _str(location.get("country_code")),
+            "latitude": _float(location.get("latitude")),
+            "longitude": _float(location.get("longitude")),
+            "lat_long_radius_km": _radius(location.get("lat_long_radius_km")),
+        },
+    }
 
 
 class ApplicationSession(AccountScoped, table=True):
@@ -42,7 +95,7 @@ class ApplicationSession(AccountScoped, table=True):
             "id": self.id,
             "uri": self.uri,
             "public_url": self.public_url,
-            "browser_session": self.browser_session,
+            "browser_session": browser_session_api(self.browser_session),
             "application_user": urls.ref("/app/users", self.application_user_id),
             "created_at": timefmt.rfc3339(self.created_at),
             "last_active": timefmt.rfc3339(self.last_active),
@@ -51,3 +104,13 @@ class ApplicationSession(AccountScoped, table=True):
             "edge": urls.ref(edge_path(self.edge_id), self.edge_id) if self.edge_id else None,
             "route": route,
         }
+
+
+async def sign_out(session: AsyncSession, account_id: str, application_user_id: str) -> None:
+    """Delete every session of the application user (in the caller's unit of work)."""
+    await session.exec(
+        delete(ApplicationSession).where(
+            col(ApplicationSession.account_id) == account_id,
+            col(ApplicationSession.application_user_id) == application_user_id,
+        )
+    )

@@ -6,10 +6,16 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import String
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, SQLModel, col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models.base import TIMESTAMP, id_field
 from tunnelgw import timefmt, urls
+
+
+def sources_path(subscription_id: str) -> str:
+    """The collection path of a subscription's sources."""
+    return f"/event_subscriptions/{subscription_id}/sources"
 
 
 class EventSource(SQLModel, table=True):
@@ -23,5 +29,12 @@ class EventSource(SQLModel, table=True):
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
 
     def to_api(self) -> dict[str, Any]:
-        path = f"/event_subscriptions/{self.subscription_id}/sources/{self.type}"
+        path = f"{sources_path(self.subscription_id)}/{self.type}"
         return {"type": self.type, "uri": urls.absolute(path)}
+
+
+async def of_subscription(session: AsyncSession, subscription_id: str) -> list[EventSource]:
+    """Every source of the subscription, ordered by type (code-point order on every engine;
+    a subscription has at most one source per catalog type, so sorting here is cheap)."""
+    stmt = select(EventSource).where(col(EventSource.subscription_id) == subscription_id)
+    return sorted((await session.exec(stmt)).all(), key=lambda source: source.type)

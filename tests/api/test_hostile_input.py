@@ -59,7 +59,7 @@ def _concrete(path: str) -> str:
         # before the body's 413/415.
         path.replace("/edges/tls/{id}", "/edges/tls/edgtls_000000000000000000000000000")
         .replace("{id}", "x_0000000000000000000000000000")
-        .replace("{subscription_id}", "esb_0000000000000000000000000000")
+        .replace("{subscription_id}", "esb_" + "0" * 27)
         .replace("{type}", "ip_policy_created.v0")
     )
 

@@ -1,0 +1,33 @@
+"""Application users (`/app/users`): spec section 4.11. Read and delete only; deleting a user
+deletes that user's sessions in the same unit of work (the user is signed out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import ApplicationUser
+from models.application_session import sign_out
+from tunnelgw import auth, db, resources
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await resources.read_one(ApplicationUser, id)
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    return await resources.read_page(
+        ApplicationUser, "application_users", limit, before_id, beforeId
+    )
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    caller = auth.caller()
+    async with db.write() as session:
+        user = await resources.get_owned(session, ApplicationUser, caller, id)
+        await sign_out(session, caller.account_id, user.id)
+        await session.delete(user)
+    return None, 204

@@ -1,0 +1,107 @@
+"""Rows the API cannot create (read-only resources, parents of event sources), seeded into
+the contract account, and the Schemathesis config that points operations at them.
+
+Without them those operations only ever answer 404, which raises the missing-test-data
+warning, and warnings fail the run. Each `{id}` operation gets a row of its own (a delete
+must not take the row a get needs); the event-source operations get a subscription that
+already has a third of the catalog, so gets, updates and creates all find something to do.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models import (
+    ApplicationSession,
+    ApplicationUser,
+    Edge,
+    Endpoint,
+    EventSource,
+    EventSubscription,
+    TunnelGroupBackend,
+)
+from tunnelgw import ids
+
+# Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
+# (`path.<name>`, `body.<field>`).
+Entries = list[tuple[tuple[str, str], dict[str, str]]]
+
+_SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SEEDED_TYPES = [
+    type_ for type_ in _SPEC["components"]["schemas"]["EventType"]["enum"] if "_created." in type_
+]
+
+
+def _endpoint(account_id: str) -> Endpoint:
+    return Endpoint(
+        id=ids.new_id(Endpoint.PREFIX),
+        account_id=account_id,
+        proto="https",
+        hostport="app.example.com:443",
+        public_url="https://app.example.com",
+        type="ephemeral",
+        tunnel_id=ids.new_id("tn"),
+    )
+
+
+def _user_with_session(account_id: str) -> tuple[ApplicationUser, ApplicationSession]:
+    user = ApplicationUser(id=ids.new_id(ApplicationUser.PREFIX), account_id=account_id)
+    session = ApplicationSession(
+        id=ids.new_id(ApplicationSession.PREFIX),
+        account_id=account_id,
+        application_user_id=user.id,
+        endpoint_id=ids.new_id(Endpoint.PREFIX),
+        expires_at=datetime.now(UTC) + timedelta(days=1),
+        browser_session={"ip_address": "203.0.113.7"},
+    )
+    return user, session
+
+
+async def seed(session: AsyncSession, account_id: str) -> Entries:
+    """Insert the rows; which operations must use which of them."""
+    endpoint = _endpoint(account_id)
+    users = [_user_with_session(account_id) for _ in range(4)]
+    subscription = EventSubscription(id=ids.new_id(EventSubscription.PREFIX), account_id=account_id)
+    edge = Edge(id=ids.new_id("edgtls"), account_id=account_id, kind="tls")
+    backend = TunnelGroupBackend(id=ids.new_id(TunnelGroupBackend.PREFIX), account_id=account_id)
+    rows = [endpoint, *(row for pair in users for row in pair), subscription, edge, backend]
+    session.add_all(rows)
+    await session.flush()
+    session.add_all(
+        EventSource(subscription_id=subscription.id, type=type_, account_id=account_id)
+        for type_ in SEEDED_TYPES
+    )
+    return [
+        (("include-operation-id", "endpoints.get"), {"path.id": endpoint.id}),
+        (("include-operation-id", "application_users.get"), {"path.id": users[0][0].id}),
+        (("include-operation-id", "application_users.delete"), {"path.id": users[1][0].id}),
+        (("include-operation-id", "application_sessions.get"), {"path.id": users[2][1].id}),
+        (("include-operation-id", "application_sessions.delete"), {"path.id": users[3][1].id}),
+        (
+            ("include-path-regex", "^/event_subscriptions/"),
+            {"path.subscription_id": subscription.id},
+        ),
+        (
+            ("include-path", "/edges/tls/{id}/backend"),
+            {"path.id": edge.id, "body.backend_id": backend.id},
+        ),
+    ]
+
+
+def config(base: Path, target: Path, entries: Entries) -> Path:
+    """`base` plus an `[[operations]]` table per entry; written to `target`."""
+    text = base.read_text()
+    for (key, value), params in entries:
+        fixed = ", ".join(f'"{name}" = {_toml(v)}' for name, v in params.items())
+        text += f"\n[[operations]]\n{key} = {_toml(value)}\nparameters = {{ {fixed} }}\n"
+    target.write_text(text)
+    return target
+
+
+def _toml(value: Any) -> str:
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
