@@ -1,5 +1,6 @@
 """Contract tests: Schemathesis (examples, coverage, fuzzing and stateful phases, all checks)
-against a real `tunnelgw serve` on 127.0.0.1, authenticated as the admin of a fresh account."""
+against a real `tunnelgw serve` on 127.0.0.1, authenticated as the admin of a fresh account
+seeded with fixtures/example.yaml (so read-only lists return real rows to validate)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.stress.server import Server
-from tunnelgw import accounts
+from tunnelgw import accounts, fixtures
+from tunnelgw.accounts import Credentials
 from tunnelgw.db import Database
 from tunnelgw.settings import Settings
 
@@ -25,17 +27,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "contract" / "schemathesis.toml"
 MAX_EXAMPLES = os.environ.get("TUNNELGW_CONTRACT_EXAMPLES", "40")
 MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
+EXAMPLE = ROOT / "fixtures" / "example.yaml"
 
 
-def _admin_token(database_url: str) -> str:
-    """A fresh account's admin token, made directly in the server's database (which may hold
-    other accounts already, so the first-start bootstrap cannot be relied on)."""
+def _admin(database_url: str) -> Credentials:
+    """A fresh account with an admin key, made directly in the server's database (which may
+    hold other accounts already, so the first-start bootstrap cannot be relied on)."""
 
-    async def make() -> str:
+    async def make() -> Credentials:
         database = Database(database_url)
         try:
             async with database.write() as session:
-                return (await accounts.create_account_with_admin(session, "contract")).token
+                return await accounts.create_account_with_admin(session, "contract")
         finally:
             await database.dispose()
 
@@ -50,7 +53,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     srv.start()  # migrates the database and waits for /readyz
     try:
         settings = Settings(data_dir=data_dir, database_url=database_url)
-        yield srv.base, _admin_token(settings.resolved_database_url())
+        admin = _admin(settings.resolved_database_url())
+        # Through the same loader as `tunnelgw seed` (api items via an in-process app).
+        fixtures.load(EXAMPLE, settings, admin.account_id)
+        yield srv.base, admin.token
     finally:
         srv.stop()
         assert "Traceback" not in srv.log(), srv.log()[-5000:]
