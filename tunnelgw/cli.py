@@ -11,9 +11,10 @@ import shutil
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from tunnelgw import __version__, accounts, migrate
+from tunnelgw import __version__, accounts, fixtures, migrate
 from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
@@ -30,6 +31,8 @@ SERVE_FLAGS = {
     "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
     "keep_alive_seconds": "TUNNELGW_KEEP_ALIVE_SECONDS",
     "log_level": "TUNNELGW_LOG_LEVEL",
+    "seed": "TUNNELGW_SEED",
+    "seed_account": "TUNNELGW_SEED_ACCOUNT",
 }
 
 
@@ -49,7 +52,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--keep-alive-seconds", type=int, help="idle keep-alive (default 75)")
     serve.add_argument("--log-level", help="debug, info, warning, error")
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
+    serve.add_argument("--seed", help="fixture file to load at start, once per account and file")
+    serve.add_argument("--seed-account", help="account for --seed (default: the oldest one)")
     serve.set_defaults(run=_serve)
+
+    seed = sub.add_parser("seed", help="load a fixture file (YAML or JSON) into an account")
+    seed.add_argument("file", type=Path, help="fixture file")
+    seed.add_argument("--account", help="account id (default: the oldest account with an admin)")
+    seed.add_argument(
+        "--once", action="store_true", help="skip a file already loaded into the account"
+    )
+    seed.set_defaults(run=_seed)
+
+    reset = sub.add_parser(
+        "reset", help="delete every resource of an account; keeps its principals and API keys"
+    )
+    reset.add_argument("--account", required=True, help="account id (acct_...)")
+    reset.add_argument("--yes", action="store_true", help="confirm the deletion")
+    reset.set_defaults(run=_reset)
 
     migrate_cmd = sub.add_parser("migrate", help="migrate the database to the newest schema")
     migrate_cmd.set_defaults(run=_migrate)
@@ -154,6 +174,10 @@ def _serve(args: argparse.Namespace) -> int:
             f"-H 'Service-Version: 2' {base}/api_keys",
             flush=True,
         )
+    if settings.seed is not None:
+        status = _load_fixture(settings, settings.seed, settings.seed_account, once=True)
+        if status:
+            return status
     if settings.workers > 1:
         _share_metrics(settings)
     import uvicorn
@@ -170,6 +194,57 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=30,
         timeout_keep_alive=settings.keep_alive_seconds,
     )
+    return 0
+
+
+def _load_fixture(settings: Settings, path: Path, account: str | None, *, once: bool) -> int:
+    """Load a fixture file and print its summary (JSON); 2 and the problems on stderr if the
+    file is refused."""
+    try:
+        summary = fixtures.load(path, settings, account, once=once)
+    except fixtures.FixtureError as exc:
+        print(exc, file=sys.stderr)
+        if exc.written:
+            print(
+                f"tunnelgw: {path}: stopped at a refused api item; the rows before it were "
+                "written (`tunnelgw reset --account ID --yes` starts over)",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"tunnelgw: {path}: {len(exc.issues)} problem(s); nothing was written",
+                file=sys.stderr,
+            )
+        return 2
+    except (LookupError, OSError) as exc:
+        raise SystemExit(f"tunnelgw: {exc}") from None
+    _print(summary)
+    return 0
+
+
+def _seed(args: argparse.Namespace) -> int:
+    settings = _settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade(settings.resolved_database_url())
+    _prepare_kek(settings)
+    return _load_fixture(settings, args.file, args.account, once=args.once)
+
+
+def _reset(args: argparse.Namespace) -> int:
+    if not args.yes:
+        raise SystemExit(
+            f"tunnelgw: reset deletes every resource of account {args.account} (it keeps the "
+            "account, its principals and API keys); pass --yes to confirm"
+        )
+
+    async def work(database: Database) -> dict[str, int]:
+        try:
+            return await fixtures.reset(database, args.account)
+        except LookupError as exc:
+            raise SystemExit(f"tunnelgw: {exc}") from None
+
+    counts = _with_database(work)
+    _print({"account_id": args.account, "deleted": counts})
     return 0
 
 

@@ -47,6 +47,12 @@ class Settings(BaseSettings):
     certificate_validity_days: int = Field(default=90, ge=2, le=825)
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
 
+    # Fixtures (see the README's "Fixtures" section): a file `tunnelgw serve` loads at start,
+    # once per (account, SHA-256 of the file); the account defaults to the oldest one with an
+    # admin principal.
+    seed: Path | None = None
+    seed_account: str | None = None
+
     def ns_target_list(self) -> list[str]:
         return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
 

@@ -1,5 +1,6 @@
 """Contract tests: Schemathesis (examples, coverage, fuzzing and stateful phases, all checks)
-against a real `tunnelgw serve` on 127.0.0.1, authenticated as the admin of a fresh account."""
+against a real `tunnelgw serve` on 127.0.0.1, authenticated as the admin of a fresh account
+seeded with fixtures/example.yaml (so read-only lists return real rows to validate)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from tests.contract import seed
 from tests.stress.server import Server
-from tunnelgw import accounts
+from tunnelgw import accounts, fixtures
 from tunnelgw.db import Database
 from tunnelgw.settings import Settings
 
@@ -26,21 +27,22 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "contract" / "schemathesis.toml"
 MAX_EXAMPLES = os.environ.get("TUNNELGW_CONTRACT_EXAMPLES", "40")
 MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
+EXAMPLE = ROOT / "fixtures" / "example.yaml"
 
 
-def _contract_account(database_url: str) -> tuple[str, seed.Entries]:
+def _contract_account(database_url: str) -> tuple[str, str, seed.Entries]:
     """A fresh account's admin token, made directly in the server's database (which may hold
     other accounts already, so the first-start bootstrap cannot be relied on), and which
     operations use which of the rows seeded into it (tests/contract/seed.py)."""
 
-    async def make() -> tuple[str, seed.Entries]:
+    async def make() -> tuple[str, str, seed.Entries]:
         database = Database(database_url)
         try:
             async with database.write() as session:
                 creds = await accounts.create_account_with_admin(session, "contract")
             async with database.write() as session:
                 entries = await seed.seed(session, creds.account_id)
-            return creds.token, entries
+            return creds.token, creds.account_id, entries
         finally:
             await database.dispose()
 
@@ -55,7 +57,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str,
     srv.start()  # migrates the database and waits for /readyz
     try:
         settings = Settings(data_dir=data_dir, database_url=database_url)
-        token, entries = _contract_account(settings.resolved_database_url())
+        token, account_id, entries = _contract_account(settings.resolved_database_url())
+        # The example world, through the same loader as `tunnelgw seed` (api items via an
+        # in-process app), so lists and reads validate real rows of every kind.
+        fixtures.load(EXAMPLE, settings, account_id)
         yield srv.base, token, seed.config(CONFIG, data_dir / "schemathesis.toml", entries)
     finally:
         srv.stop()

@@ -147,3 +147,120 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     # Restarting does not bootstrap again.
     assert cli.main(["serve", "--port", "9123"]) == 0
     assert "boot-token" not in capsys.readouterr().out
+
+
+# Fixtures: seed, reset, serve --seed.
+
+SMALL = "version: 1\ntunnels: [{ref: t}]\napi:\n  http_response_backends: [{ref: b, body: hi}]\n"
+
+
+@pytest.fixture
+def fixture_file(tmp_path):
+    path = tmp_path / "fixture.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+def _isolate_serve_env(monkeypatch) -> list[dict]:
+    """Fake uvicorn and logging setup; undo what serve exports. The configs recorded."""
+    import logging.config
+
+    import uvicorn
+
+    calls: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
+    for var in {*cli.SERVE_FLAGS.values(), "PROMETHEUS_MULTIPROC_DIR"} - {"TUNNELGW_DATA_DIR"}:
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    return calls
+
+
+def test_seed_loads_into_the_oldest_admin_account_and_once_skips(data_dir, capsys, fixture_file):
+    first = run(capsys, "accounts", "create", "--name", "first")
+    second = run(capsys, "accounts", "create", "--name", "second")
+    summary = run(capsys, "seed", str(fixture_file))
+    assert summary["account_id"] == first["account_id"]
+    assert summary["loaded"] is True
+    assert summary["labels"]["t"].startswith("tn_")
+    assert summary["labels"]["b"].startswith("bkdhr_")
+    assert summary["counts"] == {"tunnels": 1, "api.http_response_backends": 1}
+    assert run(capsys, "seed", str(fixture_file), "--once")["loaded"] is False
+    again = run(capsys, "seed", str(fixture_file), "--once", "--account", second["account_id"])
+    assert (again["account_id"], again["loaded"]) == (second["account_id"], True)
+    assert run(capsys, "seed", str(fixture_file))["loaded"] is True  # seed always loads
+
+
+def test_seed_reports_every_problem_and_exits_2(data_dir, capsys, tmp_path):
+    run(capsys, "accounts", "create")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ntunnels: [{colour: red}]\nedges: [{}]\n")
+    assert cli.main(["seed", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"{bad}:2:12: $.tunnels[0].colour: unknown key 'colour'",
+        f"{bad}:3:9: $.edges[0]: 'kind' is required",
+        f"tunnelgw: {bad}: 2 problem(s); nothing was written",
+    ]
+    refused = tmp_path / "refused.yaml"
+    refused.write_text("version: 1\napi:\n  certificate_authorities: [{ca_pem: nope}]\n")
+    assert cli.main(["seed", str(refused)]) == 2
+    err = capsys.readouterr().err
+    assert f"{refused}:3:38: $.api.certificate_authorities[0].ca_pem: POST" in err
+    assert "ERR_INVALID_PEM" in err
+    assert "the rows before it were written" in err
+
+
+def test_seed_needs_an_account_and_a_file(data_dir, tmp_path, fixture_file):
+    with pytest.raises(SystemExit, match="no account with an admin"):
+        cli.main(["seed", str(fixture_file)])
+    with pytest.raises(SystemExit, match="no account 'acct_missing'"):
+        cli.main(["seed", str(fixture_file), "--account", "acct_missing"])
+    with pytest.raises(SystemExit, match="No such file"):
+        cli.main(["seed", str(tmp_path / "missing.yaml")])
+
+
+def test_reset_needs_yes_and_keeps_the_credentials(data_dir, capsys, fixture_file):
+    account = run(capsys, "accounts", "create")["account_id"]
+    run(capsys, "seed", str(fixture_file))
+    with pytest.raises(SystemExit, match="pass --yes"):
+        cli.main(["reset", "--account", account])
+    out = run(capsys, "reset", "--account", account, "--yes")
+    assert out["account_id"] == account
+    assert out["deleted"]["tunnel"] == 1
+    assert out["deleted"]["http_response_backend"] == 1
+    assert out["deleted"]["fixture_load"] == 1
+    assert {"account", "principal", "api_key"}.isdisjoint(out["deleted"])
+    assert run(capsys, "reset", "--account", account, "--yes")["deleted"]["tunnel"] == 0
+    with pytest.raises(SystemExit, match="no account 'acct_missing'"):
+        cli.main(["reset", "--account", "acct_missing", "--yes"])
+
+
+def _json_tail(out: str) -> dict:
+    return json.loads(out[out.index("{") :])
+
+
+def test_serve_seed_loads_once_before_the_workers(data_dir, monkeypatch, capsys, fixture_file):
+    calls = _isolate_serve_env(monkeypatch)
+    assert cli.main(["serve", "--seed", str(fixture_file)]) == 0
+    first = _json_tail(capsys.readouterr().out)  # after the bootstrap's message
+    assert first["loaded"] is True
+    assert os.environ["TUNNELGW_SEED"] == str(fixture_file)
+    # a restart with the same file (here from the environment) does not load it again
+    assert cli.main(["serve"]) == 0
+    assert _json_tail(capsys.readouterr().out)["loaded"] is False
+    assert len(calls) == 2
+
+
+def test_serve_seed_account_and_a_bad_file(data_dir, monkeypatch, capsys, tmp_path, fixture_file):
+    calls = _isolate_serve_env(monkeypatch)
+    account = run(capsys, "accounts", "create")["account_id"]
+    monkeypatch.setenv("TUNNELGW_SEED", str(fixture_file))
+    monkeypatch.setenv("TUNNELGW_SEED_ACCOUNT", account)
+    assert cli.main(["serve"]) == 0
+    assert _json_tail(capsys.readouterr().out)["account_id"] == account
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ntunnels: [{ref: '@x'}]\n")
+    assert cli.main(["serve", "--seed", str(bad)]) == 2
+    assert "$.tunnels[0].ref" in capsys.readouterr().err
+    assert len(calls) == 1  # the server did not start

@@ -1,0 +1,267 @@
+"""Fixtures: load a YAML/JSON file of resources into an account, so users get what the API
+cannot create (referenced and read-only resources) and a non-empty world to explore; and
+reset an account to empty. Used by `tunnelgw seed`, `serve --seed` and `tunnelgw reset`.
+
+A load checks the whole file first (schema, labels, rules, existing ids), then writes in
+three steps: the direct rows that others reference (one unit of work), the `api:` items
+through the server's own create operations (in-process), then endpoints, application users
+and sessions (one unit). A file that fails its checks writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import delete
+from sqlmodel import SQLModel, col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models import (
+    Account,
+    ApiKey,
+    EventSource,
+    FixtureLoad,
+    Principal,
+)
+from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, timefmt
+from tunnelgw.db import Database
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.fixture_plan import Fact, Item, Plan
+from tunnelgw.fixture_schema import FixtureError, Issue
+from tunnelgw.settings import Settings
+
+__all__ = ["FixtureError", "Issue", "check", "default_account", "load", "reset"]
+
+T = TypeVar("T")
+# Tables `reset` keeps: the account itself and its credentials.
+KEPT_TABLES = frozenset({"account", "principal", "api_key"})
+
+
+def check(text: bytes, file: str) -> Plan:
+    """The plan of a fixture file; raises FixtureError listing every problem found."""
+    from tunnelgw.app import load_spec
+
+    doc = fixture_schema.parse(text, file)
+    issues = fixture_schema.validate(doc)
+    if issues:
+        raise FixtureError(issues)
+    plan = fixture_plan.build(doc, load_spec())
+    if plan.issues:
+        raise FixtureError(plan.issues)
+    return plan
+
+
+@dataclass
+class _Target:
+    account_id: str
+    skipped: bool = False
+
+
+def load(
+    path: Path, settings: Settings, account_id: str | None = None, *, once: bool = False
+) -> dict[str, Any]:
+    """Load the fixture file `path` into `account_id` (default: the oldest account with an
+    admin). With `once`, a file (by SHA-256) already loaded into the account is skipped.
+    Returns the summary; raises FixtureError (nothing written, unless an api item is refused:
+    then the rows written before it stay) or LookupError (no such account)."""
+    text = path.read_bytes()
+    plan = check(text, str(path))
+    digest = hashlib.sha256(text).hexdigest()
+    try:
+        target = _run(settings, lambda db: _phase1(db, plan, account_id, digest, once))
+    except ApiError as exc:
+        if not (once and exc.code is Code.CONFLICT):
+            raise
+        # Another process recorded the same file meanwhile; this run now sees its record.
+        target = _run(settings, lambda db: _phase1(db, plan, account_id, digest, once))
+    summary: dict[str, Any] = {"account_id": target.account_id, "file": str(path)}
+    summary |= {"digest": digest, "loaded": not target.skipped}
+    if target.skipped:
+        return summary
+    if plan.api_items():
+        _create_through_api(settings, plan, target.account_id)
+    _run(settings, lambda db: _write(db, fixture_rows.phase3_rows(plan, target.account_id)))
+    counts: dict[str, int] = {}
+    for item in plan.items:
+        counts[item.section] = counts.get(item.section, 0) + 1
+    labels = {label: item.id for label, item in plan.labels.items()}
+    tokens = {item.label or str(item.id): item.token for item in plan.items if item.token}
+    return summary | {"counts": counts, "labels": labels, "api_key_tokens": tokens}
+
+
+def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
+    async def runner() -> T:
+        database = Database(settings.resolved_database_url())
+        try:
+            return await work(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(runner())
+
+
+async def default_account(session: AsyncSession) -> str | None:
+    """The oldest account that has an admin principal."""
+    stmt = (
+        select(Account.id)
+        .join(Principal, col(Principal.account_id) == col(Account.id))
+        .where(col(Principal.is_admin))
+        .order_by(col(Account.created_at), col(Account.id))
+        .limit(1)
+    )
+    return (await session.exec(stmt)).first()
+
+
+async def _account(session: AsyncSession, account_id: str | None) -> str:
+    if account_id is None:
+        found = await default_account(session)
+        if found is None:
+            raise LookupError("no account with an admin principal; create one first")
+        return found
+    if await session.get(Account, account_id) is None:
+        raise LookupError(f"no account {account_id!r}")
+    return account_id
+
+
+async def _phase1(
+    database: Database, plan: Plan, account_id: str | None, digest: str, once: bool
+) -> _Target:
+    """Check the existing ids the file names, then write the directly referenced rows and
+    the load record, in one unit; skipped when `once` and the file is recorded."""
+    async with database.write() as session:
+        account = await _account(session, account_id)
+        recorded = await session.get(FixtureLoad, (account, digest))
+        if once and recorded is not None:
+            return _Target(account, skipped=True)
+        plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(session, plan, account)
+        if not plan.issues:
+            fixture_plan.check_sessions(plan)
+        if plan.issues:
+            raise FixtureError(plan.issues)
+        rows = list(fixture_rows.phase1_rows(plan, account))
+        # Event sources after their subscriptions (no ORM relationship orders the inserts).
+        session.add_all([row for row in rows if not isinstance(row, EventSource)])
+        await session.flush()
+        session.add_all([row for row in rows if isinstance(row, EventSource)])
+        if recorded is None:
+            session.add(FixtureLoad(account_id=account, digest=digest))
+        else:
+            recorded.loaded_at = timefmt.utcnow()
+        return _Target(account)
+
+
+async def _literal_facts(session: AsyncSession, plan: Plan, account: str) -> dict[str, Fact]:
+    facts: dict[str, Fact] = {}
+    for literal in plan.literals:
+        model = fixture_plan.KIND_MODELS[literal.kind]
+        row = await session.get(model, literal.value)
+        if row is None or row.account_id != account:
+            plan.add(literal.path, f"no {literal.kind} {literal.value!r} in account {account}")
+            continue
+        facts[literal.value] = Fact(
+            literal.kind,
+            meta=getattr(row, "meta", ""),
+            public_url=getattr(row, "public_url", ""),
+            edge_id=getattr(row, "edge_id", None),
+        )
+    return facts
+
+
+async def _write(database: Database, rows: list[SQLModel]) -> None:
+    async with database.write() as session:
+        session.add_all(rows)
+
+
+def _create_through_api(settings: Settings, plan: Plan, account: str) -> None:
+    """POST each api item to its create operation, in file order, as the account's admin
+    (a temporary API key, deleted afterwards)."""
+    key_id, token = _run(settings, lambda db: _temporary_key(db, account))
+    try:
+        with _api_client(settings) as client:
+            headers = {"Authorization": f"Bearer {token}", "Service-Version": "2"}
+            for item in plan.api_items():
+                _post(client, headers, plan, item)
+    finally:
+        _run(settings, lambda db: _delete_key(db, key_id))
+
+
+async def _temporary_key(database: Database, account: str) -> tuple[str, str]:
+    async with database.write() as session:
+        stmt = (
+            select(Principal)
+            .where(Principal.account_id == account, col(Principal.is_admin))
+            .order_by(col(Principal.created_at), col(Principal.id))
+        )
+        admin = (await session.exec(stmt)).first()
+        if admin is None:
+            raise LookupError(f"account {account} has no admin principal to create api items")
+        key, token = await accounts.issue_key(session, admin, description="fixture load")
+        return key.id, token
+
+
+async def _delete_key(database: Database, key_id: str) -> None:
+    async with database.write() as session:
+        await session.exec(delete(ApiKey).where(col(ApiKey.id) == key_id))
+
+
+@contextmanager
+def _api_client(settings: Settings) -> Iterator[Any]:
+    """A test client of a fresh in-process app; the process-wide database, settings and
+    key-encryption key are put back afterwards (the app's lifespan replaces them)."""
+    from starlette.testclient import TestClient
+
+    from tunnelgw import db
+    from tunnelgw import settings as settings_module
+    from tunnelgw.app import create_app
+    from tunnelgw.crypto import keys
+
+    saved = (db._current, settings_module._current, keys._current)
+    try:
+        app = create_app(settings)
+        with TestClient(
+            app, base_url="http://fixtures.invalid", raise_server_exceptions=False
+        ) as c:
+            yield c
+    finally:
+        db._current, settings_module._current, keys._current = saved
+
+
+def _post(client: Any, headers: dict[str, str], plan: Plan, item: Item) -> None:
+    path = fixture_plan.API_SECTIONS[item.section.removeprefix("api.")][0]
+    body = plan.resolve({k: v for k, v in item.data.items() if k != "ref"})
+    response = client.post(path, json=body, headers=headers)
+    answer = response.json() if response.content else {}
+    if response.status_code != 201:
+        field = answer.get("details", {}).get("field") if isinstance(answer, dict) else None
+        where = (*item.path, field) if field in item.data else item.path
+        code, msg = answer.get("error_code", ""), answer.get("msg", response.text[:200])
+        message = f"POST {path} answered {response.status_code} {code}: {msg}"
+        raise FixtureError([plan.doc.issue(where, message)], written=True)
+    item.id = answer["id"]
+    item.token = answer.get("token")
+
+
+async def reset(database: Database, account_id: str) -> dict[str, int]:
+    """Delete every row of the account except the account, its principals and API keys, in
+    one unit of work; rows deleted per table."""
+    import models  # noqa: F401  (registers every table)
+
+    tables = [
+        table
+        for table in reversed(SQLModel.metadata.sorted_tables)  # children first
+        if "account_id" in table.c and table.name not in KEPT_TABLES
+    ]
+    counts: dict[str, int] = {}
+    async with database.write() as session:
+        if await session.get(Account, account_id) is None:
+            raise LookupError(f"no account {account_id!r}")
+        for table in tables:
+            result = await session.exec(delete(table).where(table.c.account_id == account_id))
+            counts[table.name] = result.rowcount
+    return counts
