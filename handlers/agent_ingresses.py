@@ -22,12 +22,16 @@ def _service_domains() -> tuple[str, ...]:
 
 
 def _checked_domain(domain: str) -> str:
-    """`domain` lower-cased; ApiError(400 ERR_INVALID_DOMAIN) if it is the service's."""
+    """`domain` lower-cased; ApiError(409 ERR_DOMAIN_IN_USE) if it is the service's.
+
+    A well-formed name the service already holds is a conflict with existing state, like a
+    name another account holds, not malformed input.
+    """
     domain = domain.lower()
     for service in _service_domains():
         if hostnames.is_at_or_under(domain, service):
             raise ApiError(
-                Code.INVALID_DOMAIN,
+                Code.DOMAIN_IN_USE,
                 f"{domain!r} is the service's domain {service!r} or under it; an agent "
                 "ingress needs a domain you own.",
                 field="domain",

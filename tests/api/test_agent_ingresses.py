@@ -105,7 +105,7 @@ def test_spec_limit_matches_hostnames():
     ],
 )
 def test_the_services_own_domains_are_refused(admin, domain):
-    error = assert_error(admin.post(PATH, json={"domain": domain}), 400, "ERR_INVALID_DOMAIN")
+    error = assert_error(admin.post(PATH, json={"domain": domain}), 409, "ERR_DOMAIN_IN_USE")
     assert error["details"]["field"] == "domain"
     assert admin.get(PATH).json()["ingresses"] == []
 
