@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import Index, String, Text
-from sqlmodel import Field
+from sqlmodel import Field, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw import timefmt, urls
@@ -78,3 +79,9 @@ class ReservedDomain(DescribedResource, table=True):
             "certificate_management_status": self.status_api(),
             "acme_challenge_cname_target": self.acme_challenge_cname_target,
         }
+
+
+async def is_reserved(session: AsyncSession, domain: str) -> bool:
+    """Whether `domain` (lower case) is reserved by any account."""
+    stmt = select(ReservedDomain.id).where(ReservedDomain.domain == domain).limit(1)
+    return (await session.exec(stmt)).first() is not None

@@ -50,6 +50,16 @@ def load_spec() -> dict[str, Any]:
     return spec
 
 
+def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """`spec` with the values that follow the settings: the one certificate authority a
+    reserved domain's certificate management policy may name (`letsencrypt` in the file)
+    becomes `settings.certificate_authority`, in the served spec and its validation."""
+    schemas = spec["components"]["schemas"]
+    enum = schemas["ReservedDomainCertPolicy"]["properties"]["authority"]["enum"]
+    enum[:] = [settings.certificate_authority if value else value for value in enum]
+    return spec
+
+
 def create_app(settings: Settings | None = None) -> AsyncApp:
     """A ready-to-serve ASGI app; the database opens when the app starts."""
     settings = tunnelgw_settings.use(settings or Settings())
@@ -71,13 +81,13 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         validator_map=validation.validator_map(),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
     )
+    spec = apply_settings(load_spec(), settings)
     app.add_api(
-        SPEC_FILE.name,
+        spec,
         resolver=RelativeResolver(HANDLERS),
         validate_responses=True,
         strict_validation=False,
     )
-    spec = load_spec()
     render = ErrorRenderer(spec)
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render)

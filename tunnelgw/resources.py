@@ -32,6 +32,21 @@ async def get_owned(session: AsyncSession, model: type[R], caller: Caller, id_: 
     return row
 
 
+async def get_reference(
+    session: AsyncSession, model: type[R], caller: Caller, id_: str, field: str
+) -> R:
+    """The row `id_` named by the body field `field`; ApiError(404 ERR_REFERENCE_NOT_FOUND)
+    if absent or another account's."""
+    row = await session.get(model, id_)
+    if row is None or row.account_id != caller.account_id:
+        raise ApiError(
+            Code.REFERENCE_NOT_FOUND,
+            f"No {model.__name__} with id {id_!r} in this account.",
+            field=field,
+        )
+    return row
+
+
 async def delete_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> None:
     """Delete the row `id_` of the caller's account; ApiError(404) if there is none."""
     await session.delete(await get_owned(session, model, caller, id_))
@@ -79,12 +94,26 @@ async def page(
     `next_page_uri`. A well-formed cursor need not exist any more: paging goes on from its
     position when the row it names was deleted in between.
     """
+    rows, more = await page_rows(session, model, caller, limit, before_id, before_id_alias)
+    return envelope(key, model.PATH, rows, limit, more=more)
+
+
+async def page_rows(
+    session: AsyncSession,
+    model: type[R],
+    caller: Caller,
+    limit: int,
+    before_id: str | None = None,
+    before_id_alias: str | None = None,
+) -> tuple[list[R], bool]:
+    """The rows of one page (see `page`) and whether more follow, for handlers that bring
+    rows up to date before rendering them with `envelope`."""
     start = cursor(model.PREFIX, before_id, before_id_alias)
     stmt = select(model).where(model.account_id == caller.account_id)
     if start is not None:
         stmt = stmt.where(col(model.id) < start)
     rows = list((await session.exec(stmt.order_by(col(model.id).desc()).limit(limit + 1))).all())
-    return envelope(key, model.PATH, rows[:limit], limit, more=len(rows) > limit)
+    return rows[:limit], len(rows) > limit
 
 
 def envelope(

@@ -8,6 +8,8 @@ because OpenAPI 3.0 cannot express them.
   list): random strings essentially never parse, so dropping would leave no positive case;
   a positive case whose value fails the format's check gets the property's `example` (a real
   certificate, key or list) instead, and the rest of the generated body is kept.
+- A positive reserved-domain create gets a random first label on its domain, since a domain
+  is reserved once across the server (see `_fresh_domain`).
 
 Both run the same pure checks as the server (`tunnelgw.validation`, `tunnelgw.crypto`).
 Negative cases are left alone, so the server's rejection of such bodies is still tested.
@@ -15,12 +17,13 @@ Negative cases are left alone, so the server's rejection of such bodies is still
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
 import schemathesis
 
-from tunnelgw import timefmt
+from tunnelgw import certmanagement, hostnames, reserved_names, settings, timefmt
 from tunnelgw.crypto import CryptoError, ssh, x509
 from tunnelgw.errors import ApiError
 from tunnelgw.validation import check_extensions
@@ -39,6 +42,11 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     "ssh-validity": lambda body: ssh.validity(
         body.get("valid_after"), body.get("valid_until"), timefmt.utcnow()
     ),
+    "reserved-domain-create": lambda body: (
+        reserved_names.requested(body.get("name"), body.get("domain"), settings.current()),
+        certmanagement.check_exclusive(body),
+    ),
+    "reserved-domain-certificate": certmanagement.check_exclusive,
 }
 
 
@@ -106,4 +114,25 @@ def map_case(context: Any, case: Any) -> Any:
     schema = _body_schema(case)
     if schema is not None:
         case.body = _with_formats(schema, case.body, case.operation.schema.raw_schema)
+        if schema.get("x-check") == "reserved-domain-create":
+            case.body = _fresh_domain(case.body)
     return case
+
+
+def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
+    """A reserved-domain create body whose domain gets a random first label (after `*.`).
+
+    A domain is reserved once across the server, and the generator draws the same short
+    names again and again; without this nearly every create after the first few is 409, and
+    the operations linked from a create are seldom reached. The domain stays where it was
+    (a subdomain of the shared domain stays one, a wildcard stays a wildcard).
+    """
+    try:
+        domain = reserved_names.requested(body.get("name"), body.get("domain"), settings.current())
+    except ApiError:
+        return body  # filtered out, or a case the server must refuse as it is
+    star, rest = ("*.", domain[2:]) if domain.startswith("*.") else ("", domain)
+    fresh = f"{star}u{secrets.token_hex(6)}.{rest}"
+    if len(fresh) > hostnames.MAX_LENGTH:
+        return body
+    return {**body, **{key: fresh for key in ("name", "domain") if body.get(key)}}

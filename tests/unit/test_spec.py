@@ -38,7 +38,9 @@ def test_every_create_links_to_get_update_delete():
         if method == "post":
             links = op["responses"]["201"]["links"]
             verbs = {link["operationId"].rpartition(".")[2] for link in links.values()}
-            assert verbs == {"get", "update", "delete"}, path
+            # Other operations on the new resource (e.g. the reserved-domain detaches) may
+            # be linked too, so stateful testing reaches them with real ids.
+            assert verbs >= {"get", "update", "delete"}, path
 
 
 def test_validator_rejects_a_nonconforming_response():

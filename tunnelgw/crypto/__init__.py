@@ -1,9 +1,9 @@
 """Pure cryptography for certificate authorities and SSH certificates: no database, no HTTP.
 
 `x509` parses uploaded CA certificates, `ssh` generates SSH CA keys and signs user
-certificates, `keys` holds the key-encryption key and wraps private keys at rest. Invalid
-input raises `CryptoError`, whose `rule` names the check that failed; handlers turn it into
-an API error.
+certificates, `issuing` makes the issuing CA and the TLS certificates it signs, `keys` holds
+the key-encryption key and wraps private keys at rest. Invalid input raises `CryptoError`,
+whose `rule` names the check that failed; handlers turn it into an API error.
 """
 
 from __future__ import annotations

@@ -1,0 +1,168 @@
+"""Reserved domains (`/reserved_domains`): spec section 4.3.
+
+Naming rules are in tunnelgw.reserved_names, the certificate management lifecycle in
+tunnelgw.certmanagement (pure) and tunnelgw.certstore (settling stored rows on each access).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from models import EndpointConfiguration, ReservedDomain, TlsCertificate
+from models.reserved_domain import is_reserved
+from tunnelgw import auth, certmanagement, certstore, db, ids, reserved_names, resources, timefmt
+from tunnelgw import settings as tunnelgw_settings
+from tunnelgw.auth import Caller
+from tunnelgw.certmanagement import Policy
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+ENDPOINT_CONFIGURATION_FIELDS = (
+    "http_endpoint_configuration_id",
+    "https_endpoint_configuration_id",
+)
+
+
+def _new_row(body: dict[str, Any], caller: Caller) -> ReservedDomain:
+    """The row a create body asks for (references not yet checked); ApiError(400)."""
+    config = tunnelgw_settings.current()
+    domain = reserved_names.requested(body.get("name"), body.get("domain"), config)
+    certmanagement.check_exclusive(body)
+    cname_target, acme_target = reserved_names.targets(domain, config)
+    row = ReservedDomain(
+        id=ids.new_id(ReservedDomain.PREFIX),
+        account_id=caller.account_id,
+        domain=domain,
+        region=body.get("region") or "us",
+        cname_target=cname_target,
+        acme_challenge_cname_target=acme_target,
+    )
+    resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+    policy = certmanagement.policy(body.get("certificate_management_policy"), config)
+    if policy is not None:
+        _attach_policy(row, policy)
+    return row
+
+
+def _attach_policy(row: ReservedDomain, policy: Policy) -> None:
+    """Management on: the uploaded certificate goes, a provisioning job starts now."""
+    row.cert_authority = policy.authority
+    row.cert_private_key_type = policy.private_key_type
+    row.certificate_id = None
+    certmanagement.started(policy.authority, timefmt.utcnow()).write_to(row)
+
+
+def _detach_policy(row: ReservedDomain) -> None:
+    """Management off: policy and status go; the last issued certificate stays."""
+    row.cert_authority = row.cert_private_key_type = None
+    certmanagement.Status().write_to(row)
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    caller = auth.caller()
+    row = _new_row(body, caller)
+    async with db.write() as session:
+        # Checked first for a clear error; the unique index decides under races (409).
+        if await is_reserved(session, row.domain):
+            raise ApiError(
+                Code.DOMAIN_IN_USE, f"{row.domain!r} is already reserved.", field="domain"
+            )
+        cert_id = body.get("certificate_id")
+        if cert_id is not None:
+            await resources.get_reference(
+                session, TlsCertificate, caller, cert_id, "certificate_id"
+            )
+            row.certificate_id = cert_id
+        session.add(row)
+    return row.to_api(), 201
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async with db.read() as session:
+        row = await resources.get_owned(session, ReservedDomain, auth.caller(), id)
+    return (await certstore.settled_rows([row]))[0].to_api()
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    async with db.read() as session:
+        rows, more = await resources.page_rows(
+            session, ReservedDomain, auth.caller(), limit, before_id, beforeId
+        )
+    rows = await certstore.settled_rows(rows)
+    return resources.envelope("reserved_domains", ReservedDomain.PATH, rows, limit, more=more)
+
+
+async def _locked(session: AsyncSession, caller: Caller, id_: str) -> ReservedDomain:
+    """The caller's row `id_`, locked for this write unit and settled to now; 404 else."""
+    await session.get(ReservedDomain, id_, with_for_update=True)
+    row = await resources.get_owned(session, ReservedDomain, caller, id_)
+    await certstore.settle_row(session, row, timefmt.utcnow())
+    return row
+
+
+async def _set_references(
+    session: AsyncSession, caller: Caller, row: ReservedDomain, body: dict[str, Any]
+) -> None:
+    """The endpoint configurations and the uploaded certificate of a PATCH body."""
+    for field in ENDPOINT_CONFIGURATION_FIELDS:
+        value = body.get(field)
+        if value:
+            await resources.get_reference(session, EndpointConfiguration, caller, value, field)
+        if value is not None:
+            setattr(row, field, value or None)  # "" clears
+    cert_id = body.get("certificate_id")
+    if cert_id is not None:
+        await resources.get_reference(session, TlsCertificate, caller, cert_id, "certificate_id")
+        _detach_policy(row)
+        row.certificate_id = cert_id
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    body = body or {}
+    certmanagement.check_exclusive(body)
+    policy = certmanagement.policy(
+        body.get("certificate_management_policy"), tunnelgw_settings.current()
+    )
+    caller = auth.caller()
+    async with db.write() as session:
+        row = await _locked(session, caller, id)
+        resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+        await _set_references(session, caller, row, body)
+        current = row.policy_api()
+        if policy is not None and current != {
+            "authority": policy.authority,
+            "private_key_type": policy.private_key_type,
+        }:
+            _attach_policy(row, policy)
+    return row.to_api()
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    return await resources.delete_one(ReservedDomain, id)
+
+
+async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as session:
+        _detach_policy(await _locked(session, auth.caller(), id))
+    return None, 204
+
+
+async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as session:
+        row = await _locked(session, auth.caller(), id)
+        if row.cert_authority is not None:
+            raise ApiError(
+                Code.CERTIFICATE_MANAGED,
+                f"The certificate of {id!r} is managed by its certificate management policy; "
+                "detach the policy first (DELETE .../certificate_management_policy).",
+                id=id,
+            )
+        row.certificate_id = None
+    return None, 204

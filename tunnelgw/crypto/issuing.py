@@ -1,0 +1,139 @@
+"""The server's issuing CA and the TLS server certificates it signs for reserved domains
+(certificate management): pure X.509 work with `cryptography`, no database, no HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_VALIDITY = timedelta(days=3650)
+# X.520's upper bound for a common name; longer domains are named in the SAN only.
+MAX_COMMON_NAME = 64
+KEY_TYPES = ("rsa", "ecdsa")
+RSA_KEY_SIZE = 2048
+
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+
+
+@dataclass(frozen=True, slots=True)
+class Issued:
+    """A certificate and its private key: PEM (one certificate) and PKCS #8 DER."""
+
+    certificate_pem: str
+    private_key_der: bytes
+    not_before: datetime
+    not_after: datetime
+
+
+def ca_common_name(name: str) -> str:
+    return f"tunnelgw issuing CA ({name})"[:MAX_COMMON_NAME]
+
+
+def new_key(key_type: str) -> PrivateKey:
+    """A fresh key: RSA 2048 (`rsa`) or ECDSA P-256 (`ecdsa`)."""
+    if key_type == "rsa":
+        return rsa.generate_private_key(public_exponent=65537, key_size=RSA_KEY_SIZE)
+    if key_type == "ecdsa":
+        return ec.generate_private_key(ec.SECP256R1())
+    raise ValueError(f"unknown key type {key_type!r}")
+
+
+def _der(key: PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _pem(cert: x509.Certificate) -> str:
+    return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+
+
+def new_ca(name: str, now: datetime) -> Issued:
+    """A self-signed ECDSA P-256 CA named after the authority `name`, valid for ~10 years."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca_common_name(name))])
+    not_after = now + CA_VALIDITY
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=True,
+        crl_sign=True,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(usage, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .sign(key, hashes.SHA256())
+    )
+    return Issued(_pem(cert), _der(key), now, not_after)
+
+
+def _leaf_usage(key_type: str) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=key_type == "rsa",  # RSA key transport (TLS 1.2 RSA kex)
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=False,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def issue(
+    ca_pem: str,
+    ca_key_der: bytes,
+    domain: str,
+    key_type: str,
+    not_before: datetime,
+    not_after: datetime,
+) -> Issued:
+    """A TLS server certificate for `domain` (wildcards included) with a new `key_type` key,
+    signed by the CA: SAN dNSName = domain, EKU serverAuth, CA:FALSE."""
+    ca_cert = x509.load_pem_x509_certificate(ca_pem.encode("ascii"))
+    ca_key = serialization.load_der_private_key(ca_key_der, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise ValueError("the issuing CA key is neither ECDSA nor RSA")
+    key = new_key(key_type)
+    names = [x509.NameAttribute(NameOID.COMMON_NAME, domain)] if len(domain) <= 64 else []
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(names))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(domain)]), critical=not names)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_leaf_usage(key_type), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return Issued(_pem(cert), _der(key), not_before, not_after)
