@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging.config
 import os
@@ -14,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tunnelgw import __version__, accounts, fixtures, migrate
+from tunnelgw import __version__, accounts, db, fixtures, migrate
 from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
@@ -118,14 +117,7 @@ def _with_database(work: Callable[[Database], Awaitable[Any]]) -> Any:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url())
 
-    async def runner() -> Any:
-        database = Database(settings.resolved_database_url())
-        try:
-            return await work(database)
-        finally:
-            await database.dispose()
-
-    return asyncio.run(runner())
+    return db.run_with(settings.resolved_database_url(), work)
 
 
 def _print(data: dict[str, Any]) -> None:

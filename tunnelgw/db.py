@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
@@ -130,3 +130,20 @@ def read() -> Any:
 def write() -> Any:
     """`async with db.write() as session:` on the process's database."""
     return current().write()
+
+
+T = TypeVar("T")
+
+
+def run_with(url: str, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run `await work(database)` on a fresh Database for `url`, outside any event loop (the
+    CLI and the fixture loader); the engine is disposed afterwards."""
+
+    async def runner() -> T:
+        database = Database(url)
+        try:
+            return await work(database)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(runner())

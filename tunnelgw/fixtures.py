@@ -10,7 +10,6 @@ and sessions (one unit). A file that fails its checks writes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from models import (
     Principal,
 )
 from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, timefmt
-from tunnelgw.db import Database
+from tunnelgw.db import Database, run_with
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.fixture_plan import Fact, Item, Plan
 from tunnelgw.fixture_schema import FixtureError, Issue
@@ -96,14 +95,7 @@ def load(
 
 
 def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
-    async def runner() -> T:
-        database = Database(settings.resolved_database_url())
-        try:
-            return await work(database)
-        finally:
-            await database.dispose()
-
-    return asyncio.run(runner())
+    return run_with(settings.resolved_database_url(), work)
 
 
 async def default_account(session: AsyncSession) -> str | None:
