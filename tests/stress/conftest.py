@@ -31,7 +31,9 @@ def server(request: pytest.FixtureRequest, tmp_path) -> Iterator[Server]:
     if request.param == "postgresql":
         base = request.getfixturevalue("pg_base")
         url = pgcluster.create_database(base, f"stress_{uuid.uuid4().hex[:10]}")
-    srv = Server(tmp_path, url, "tgw_stress_" + secrets.token_hex(12))
+    # A test module may set further settings in SERVER_ENV.
+    env = getattr(request.module, "SERVER_ENV", {})
+    srv = Server(tmp_path, url, "tgw_stress_" + secrets.token_hex(12), env=env)
     srv.start()
     try:
         yield srv
