@@ -34,6 +34,13 @@ FORMATS: dict[str, Callable[[str], object]] = {
     "ssh-public-key": ssh.parse_user_public_key,
     "source-address": lambda value: ssh.critical_options({"source-address": value}),
 }
+
+
+def _reserved_domain_create(body: dict[str, Any]) -> None:
+    reserved_names.requested(body.get("name"), body.get("domain"), settings.current())
+    certmanagement.check_exclusive(body)
+
+
 # `x-check` name -> the server's cross-field check of a body (raises CryptoError).
 CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     "ssh-ca-key-spec": lambda body: ssh.ca_key_spec(
@@ -42,10 +49,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     "ssh-validity": lambda body: ssh.validity(
         body.get("valid_after"), body.get("valid_until"), timefmt.utcnow()
     ),
-    "reserved-domain-create": lambda body: (
-        reserved_names.requested(body.get("name"), body.get("domain"), settings.current()),
-        certmanagement.check_exclusive(body),
-    ),
+    "reserved-domain-create": lambda body: _reserved_domain_create(body),
     "reserved-domain-certificate": certmanagement.check_exclusive,
 }
 

@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from tests.contract import seed
 from tests.stress.server import Server
 from tunnelgw import accounts, fixtures
+from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.settings import Settings
 
@@ -50,17 +52,30 @@ def _contract_account(database_url: str) -> tuple[str, str, seed.Entries]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, settings: Settings
+) -> Iterator[tuple[str, str, Path]]:
     data_dir = tmp_path_factory.mktemp("contract")
     database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
-    srv = Server(data_dir, database_url, "tgw_bootstrap_" + secrets.token_hex(12), workers=1)
+    # Servers on one database share one key-encryption key (README: Configuration): on a
+    # shared test database the API tests' server may have made the issuing CA already.
+    kek = keys.encode_kek(keys.load_or_create_kek(settings))
+    srv = Server(
+        data_dir,
+        database_url,
+        "tgw_bootstrap_" + secrets.token_hex(12),
+        workers=1,
+        env={"TUNNELGW_KEY_ENCRYPTION_KEY": kek},
+    )
     srv.start()  # migrates the database and waits for /readyz
     try:
-        settings = Settings(data_dir=data_dir, database_url=database_url)
-        token, account_id, entries = _contract_account(settings.resolved_database_url())
+        contract = Settings(
+            data_dir=data_dir, database_url=database_url, key_encryption_key=SecretStr(kek)
+        )
+        token, account_id, entries = _contract_account(contract.resolved_database_url())
         # The example world, through the same loader as `tunnelgw seed` (api items via an
         # in-process app), so lists and reads validate real rows of every kind.
-        fixtures.load(EXAMPLE, settings, account_id)
+        fixtures.load(EXAMPLE, contract, account_id)
         yield srv.base, token, seed.config(CONFIG, data_dir / "schemathesis.toml", entries)
     finally:
         srv.stop()
