@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from models import AgentIngress
-from models.agent_ingress import domain_taken
 from tunnelgw import auth, db, hostnames, ids, resources, settings
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
@@ -52,7 +51,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     resources.apply_patch(ingress, body, resources.DESCRIBED_FIELDS)
     # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
     async with db.write() as session:
-        if await domain_taken(session, domain):
+        if await resources.taken(session, AgentIngress.domain, domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE,
                 f"{domain!r} is already the domain of an agent ingress.",

@@ -11,7 +11,6 @@ from typing import Any
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
-from models.reserved_domain import is_reserved
 from tunnelgw import auth, certmanagement, certstore, db, ids, reserved_names, resources, timefmt
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.auth import Caller
@@ -66,7 +65,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     row = _new_row(body, caller)
     async with db.write() as session:
         # Checked first for a clear error; the unique index decides under races (409).
-        if await is_reserved(session, row.domain):
+        if await resources.taken(session, ReservedDomain.domain, row.domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE, f"{row.domain!r} is already reserved.", field="domain"
             )
@@ -101,8 +100,7 @@ async def list(
 
 async def _locked(session: AsyncSession, caller: Caller, id_: str) -> ReservedDomain:
     """The caller's row `id_`, locked for this write unit and settled to now; 404 else."""
-    await session.get(ReservedDomain, id_, with_for_update=True)
-    row = await resources.get_owned(session, ReservedDomain, caller, id_)
+    row = await resources.get_owned(session, ReservedDomain, caller, id_, lock=True)
     await certstore.settle_row(session, row, timefmt.utcnow())
     return row
 
@@ -135,11 +133,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         row = await _locked(session, caller, id)
         resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
         await _set_references(session, caller, row, body)
-        current = row.policy_api()
-        if policy is not None and current != {
-            "authority": policy.authority,
-            "private_key_type": policy.private_key_type,
-        }:
+        if policy is not None and policy.as_api() != row.policy_api():
             _attach_policy(row, policy)
     return row.to_api()
 

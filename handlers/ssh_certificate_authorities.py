@@ -67,8 +67,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as session:
         # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
         # no certificate is signed between the check and the delete.
-        await session.get(SshCertificateAuthority, id, with_for_update=True)
-        ca = await resources.get_owned(session, SshCertificateAuthority, caller, id)
+        ca = await resources.get_owned(session, SshCertificateAuthority, caller, id, lock=True)
         if await has_unexpired(session, ca.id, timefmt.utcnow()):
             raise ApiError(
                 Code.SSH_CA_IN_USE,

@@ -49,14 +49,14 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKe
 
 async def _signing_ca(session: AsyncSession, caller: Caller, ca_id: str) -> SshCertificateAuthority:
     """The caller's CA `ca_id`, share-locked against a concurrent delete; 404 otherwise."""
-    ca = await session.get(SshCertificateAuthority, ca_id, with_for_update={"read": True})
-    if ca is None or ca.account_id != caller.account_id:
-        raise ApiError(
-            Code.REFERENCE_NOT_FOUND,
-            f"No SSH certificate authority {ca_id!r} in this account.",
-            field="ssh_certificate_authority_id",
-        )
-    return ca
+    return await resources.get_reference(
+        session,
+        SshCertificateAuthority,
+        caller,
+        ca_id,
+        "ssh_certificate_authority_id",
+        lock={"read": True},
+    )
 
 
 def _private_key(ca: SshCertificateAuthority) -> ssh.CaPrivateKey:

@@ -45,13 +45,9 @@ async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as session:
         edge = await _tls_edge(session, caller, id)
-        backend = await session.get(TunnelGroupBackend, body["backend_id"])
-        if backend is None or backend.account_id != caller.account_id:
-            raise ApiError(
-                Code.REFERENCE_NOT_FOUND,
-                f"No tunnel group backend {body['backend_id']!r} in this account.",
-                field="backend_id",
-            )
+        backend = await resources.get_reference(
+            session, TunnelGroupBackend, caller, body["backend_id"], "backend_id"
+        )
         edge.backend_id = backend.id
         edge.backend_enabled = True if enabled is None else bool(enabled)
     return _module(edge)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Index, String
-from sqlmodel import Field, select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlmodel import Field
 
 from models.base import DescribedResource
 
@@ -32,9 +31,3 @@ class AgentIngress(DescribedResource, table=True):
             "ns_targets": list(self.ns_targets),
             "region_domains": list(self.region_domains),
         }
-
-
-async def domain_taken(session: AsyncSession, domain: str) -> bool:
-    """Whether an agent ingress of any account has `domain` (lower case, as stored)."""
-    stmt = select(AgentIngress.id).where(AgentIngress.domain == domain).limit(1)
-    return (await session.exec(stmt)).first() is not None

@@ -7,11 +7,10 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import Index, String, Text
-from sqlmodel import Field, select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import timefmt, urls
+from tunnelgw import certmanagement, timefmt, urls
 
 
 class ReservedDomain(DescribedResource, table=True):
@@ -44,10 +43,8 @@ class ReservedDomain(DescribedResource, table=True):
     def policy_api(self) -> dict[str, str] | None:
         if self.cert_authority is None:
             return None
-        return {
-            "authority": self.cert_authority,
-            "private_key_type": self.cert_private_key_type or "rsa",
-        }
+        key_type = self.cert_private_key_type or certmanagement.DEFAULT_KEY_TYPE
+        return certmanagement.Policy(self.cert_authority, key_type).as_api()
 
     def status_api(self) -> dict[str, Any] | None:
         if self.cert_authority is None:
@@ -79,9 +76,3 @@ class ReservedDomain(DescribedResource, table=True):
             "certificate_management_status": self.status_api(),
             "acme_challenge_cname_target": self.acme_challenge_cname_target,
         }
-
-
-async def is_reserved(session: AsyncSession, domain: str) -> bool:
-    """Whether `domain` (lower case) is reserved by any account."""
-    stmt = select(ReservedDomain.id).where(ReservedDomain.domain == domain).limit(1)
-    return (await session.exec(stmt)).first() is not None

@@ -30,6 +30,9 @@ class Policy:
     authority: str
     private_key_type: str
 
+    def as_api(self) -> dict[str, str]:
+        return {"authority": self.authority, "private_key_type": self.private_key_type}
+
 
 @dataclass(frozen=True, slots=True)
 class Status:

@@ -24,27 +24,53 @@ Body = dict[str, Any] | None
 MAX_LIMIT = 100
 
 
-async def get_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> R:
+# `with_for_update` of Session.get: True locks the row for this write unit (PostgreSQL;
+# SQLite's write unit is exclusive anyway), {"read": True} share-locks it.
+Lock = bool | dict[str, bool]
+
+
+async def _of_caller(
+    session: AsyncSession, model: type[R], caller: Caller, id_: str, lock: Lock
+) -> R | None:
+    row = await session.get(model, id_, with_for_update=lock or None)
+    return row if row is not None and row.account_id == caller.account_id else None
+
+
+async def get_owned(
+    session: AsyncSession, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
+) -> R:
     """The row `id_` of the caller's account; ApiError(404) if absent or another account's."""
-    row = await session.get(model, id_)
-    if row is None or row.account_id != caller.account_id:
+    row = await _of_caller(session, model, caller, id_, lock)
+    if row is None:
         raise ApiError(Code.NOT_FOUND, f"No {model.__name__} with id {id_!r}.", id=id_)
     return row
 
 
 async def get_reference(
-    session: AsyncSession, model: type[R], caller: Caller, id_: str, field: str
+    session: AsyncSession,
+    model: type[R],
+    caller: Caller,
+    id_: str,
+    field: str,
+    *,
+    lock: Lock = False,
 ) -> R:
     """The row `id_` named by the body field `field`; ApiError(404 ERR_REFERENCE_NOT_FOUND)
     if absent or another account's."""
-    row = await session.get(model, id_)
-    if row is None or row.account_id != caller.account_id:
+    row = await _of_caller(session, model, caller, id_, lock)
+    if row is None:
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,
             f"No {model.__name__} with id {id_!r} in this account.",
             field=field,
         )
     return row
+
+
+async def taken(session: AsyncSession, column: Any, value: str) -> bool:
+    """Whether a row of any account has `value` in the unique `column` (e.g. a domain)."""
+    stmt = select(column).where(column == value).limit(1)
+    return (await session.exec(stmt)).first() is not None
 
 
 async def delete_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> None:

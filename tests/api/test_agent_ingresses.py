@@ -168,11 +168,11 @@ def test_the_unique_index_settles_a_race(admin, monkeypatch):
     domain = _domain()
     admin.post(PATH, json={"domain": domain})
 
-    async def not_taken(_session, _domain):  # type: ignore[no-untyped-def]
+    async def not_taken(_session, _column, _value):  # type: ignore[no-untyped-def]
         return False
 
     # The check passed in a concurrent request; the insert then hits the unique index.
-    monkeypatch.setattr(agent_ingresses, "domain_taken", not_taken)
+    monkeypatch.setattr(agent_ingresses.resources, "taken", not_taken)
     assert_error(admin.post(PATH, json={"domain": domain}), 409, "ERR_CONFLICT")
     assert len(admin.get(PATH).json()["ingresses"]) == 1
 
