@@ -231,15 +231,15 @@ async def seed_database(db_path: Path, rows: int) -> list[str]:
     from tunnelgw import ids
     from tunnelgw.db import Database
 
-    database = Database(f"sqlite+aiosqlite:///{db_path}")
+    database = Database(f"sqlite:///{db_path}")
     try:
         await database.create_schema()
         async with database.write() as session:
-            account = Account(id=ids.new_id(Account.PREFIX), name="bench")
+            account = Account.new(id=ids.new_id(Account.PREFIX), name="bench")
             session.add(account)
             await session.flush()
             backends = [
-                HttpResponseBackend(
+                HttpResponseBackend.new(
                     id=ids.new_id(HttpResponseBackend.PREFIX),
                     account_id=account.id,
                     description="bench",

@@ -41,7 +41,7 @@ def _checked_domain(domain: str) -> str:
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     domain = _checked_domain(body["domain"])
-    ingress = AgentIngress(
+    ingress = AgentIngress.new(
         id=ids.new_id(AgentIngress.PREFIX),
         account_id=auth.caller().account_id,
         domain=domain,
@@ -50,14 +50,14 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     resources.apply_patch(ingress, body, resources.DESCRIBED_FIELDS)
     # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
-    async with db.write() as session:
-        if await resources.taken(session, AgentIngress.domain, domain):
+    async with db.write() as unit:
+        if await resources.taken(unit, AgentIngress.domain, domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE,
                 f"{domain!r} is already the domain of an agent ingress.",
                 field="domain",
             )
-        session.add(ingress)
+        unit.add(ingress)
     return ingress.to_api(), 201
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel.ext.asyncio.session import AsyncSession
-
 from models import ApiKey, Principal
 from tunnelgw import accounts, auth, db, resources
 from tunnelgw.auth import Caller
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
@@ -16,10 +15,10 @@ from tunnelgw.resources import Body
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = auth.caller()
-    async with db.write() as session:
-        owner = await _owner(session, caller, body.get("owner_id"))
+    async with db.write() as unit:
+        owner = await _owner(unit, caller, body.get("owner_id"))
         key, token = await accounts.issue_key(
-            session,
+            unit,
             owner,
             description=body.get("description") or "",
             meta=body.get("metadata") or "",
@@ -27,7 +26,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return key.to_api(token=token), 201
 
 
-async def _owner(session: AsyncSession, caller: Caller, owner_id: str | None) -> Principal:
+async def _owner(unit: Unit, caller: Caller, owner_id: str | None) -> Principal:
     """The key's owner: the caller by default; another principal only for admins."""
     owner_id = owner_id or caller.principal_id
     if owner_id != caller.principal_id and not caller.is_admin:
@@ -36,7 +35,7 @@ async def _owner(session: AsyncSession, caller: Caller, owner_id: str | None) ->
             "Only an admin may create a key for another principal.",
             field="owner_id",
         )
-    owner = await session.get(Principal, owner_id)
+    owner = await unit.get(Principal, owner_id)
     if owner is None or owner.account_id != caller.account_id:
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,

@@ -26,8 +26,8 @@ async def list(
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
-    async with db.write() as session:
-        user = await resources.get_owned(session, ApplicationUser, caller, id)
-        await sign_out(session, caller.account_id, user.id)
-        await session.delete(user)
+    async with db.write() as unit:
+        user = await resources.get_owned(unit, ApplicationUser, caller, id)
+        await sign_out(unit, caller.account_id, user.id)
+        await unit.delete(user)
     return None, 204

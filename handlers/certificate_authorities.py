@@ -18,7 +18,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     except CryptoError as exc:
         # Rule names are catalog code names (tests/unit/test_crypto_x509.py keeps them so).
         raise ApiError(Code[exc.rule.name], exc.msg, field="ca_pem") from None
-    ca = CertificateAuthority(
+    ca = CertificateAuthority.new(
         id=ids.new_id(CertificateAuthority.PREFIX),
         account_id=auth.caller().account_id,
         ca_pem=cert.pem,
@@ -29,8 +29,8 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         extended_key_usages=[*cert.extended_key_usages],
     )
     resources.apply_patch(ca, body, resources.DESCRIBED_FIELDS)
-    async with db.write() as session:
-        session.add(ca)
+    async with db.write() as unit:
+        unit.add(ca)
     return ca.to_api(), 201
 
 

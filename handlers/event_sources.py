@@ -8,24 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel.ext.asyncio.session import AsyncSession
-
 from models import EventSource, EventSubscription
 from models.event_source import of_subscription, sources_path
 from tunnelgw import auth, db, resources, urls
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
 
-async def _subscription(session: AsyncSession, subscription_id: str) -> EventSubscription:
+async def _subscription(unit: Unit, subscription_id: str) -> EventSubscription:
     """The caller's subscription; ApiError(404) if unknown or another account's."""
-    return await resources.get_owned(session, EventSubscription, auth.caller(), subscription_id)
+    return await resources.get_owned(unit, EventSubscription, auth.caller(), subscription_id)
 
 
-async def _source(session: AsyncSession, subscription_id: str, type_: str) -> EventSource:
+async def _source(unit: Unit, subscription_id: str, type_: str) -> EventSource:
     """The source `type_` of the caller's subscription; ApiError(404) if there is none."""
-    subscription = await _subscription(session, subscription_id)
-    source = await session.get(EventSource, (subscription.id, type_))
+    subscription = await _subscription(unit, subscription_id)
+    source = await unit.get(EventSource, (subscription.id, type_))
     if source is None:
         raise ApiError(
             Code.NOT_FOUND,
@@ -38,9 +37,9 @@ async def _source(session: AsyncSession, subscription_id: str, type_: str) -> Ev
 
 async def create(subscription_id: str, body: Body = None) -> tuple[dict[str, Any], int]:
     type_ = (body or {})["type"]  # required by the schema
-    async with db.write() as session:
-        subscription = await _subscription(session, subscription_id)
-        if await session.get(EventSource, (subscription.id, type_)) is not None:
+    async with db.write() as unit:
+        subscription = await _subscription(unit, subscription_id)
+        if await unit.get(EventSource, (subscription.id, type_)) is not None:
             raise ApiError(
                 Code.EVENT_SOURCE_EXISTS,
                 f"The event subscription {subscription_id!r} already has a source of type "
@@ -49,22 +48,22 @@ async def create(subscription_id: str, body: Body = None) -> tuple[dict[str, Any
                 field="type",
             )
         # Under a race the primary key (subscription_id, type) rejects the second insert.
-        source = EventSource(
+        source = EventSource.new(
             subscription_id=subscription.id, type=type_, account_id=subscription.account_id
         )
-        session.add(source)
+        unit.add(source)
     return source.to_api(), 201
 
 
 async def get(subscription_id: str, type: str) -> dict[str, Any]:  # noqa: A002
-    async with db.read() as session:
-        return (await _source(session, subscription_id, type)).to_api()
+    async with db.read() as unit:
+        return (await _source(unit, subscription_id, type)).to_api()
 
 
 async def list(subscription_id: str) -> dict[str, Any]:
-    async with db.read() as session:
-        subscription = await _subscription(session, subscription_id)
-        sources = await of_subscription(session, subscription.id)
+    async with db.read() as unit:
+        subscription = await _subscription(unit, subscription_id)
+        sources = await of_subscription(unit, subscription.id)
     return {
         "sources": [source.to_api() for source in sources],
         "uri": urls.absolute(sources_path(subscription_id)),
@@ -73,11 +72,11 @@ async def list(subscription_id: str) -> dict[str, Any]:
 
 async def update(subscription_id: str, type: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     # The schema admits only `{}`: an event source has no updatable field.
-    async with db.read() as session:
-        return (await _source(session, subscription_id, type)).to_api()
+    async with db.read() as unit:
+        return (await _source(unit, subscription_id, type)).to_api()
 
 
 async def delete(subscription_id: str, type: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        await session.delete(await _source(session, subscription_id, type))
+    async with db.write() as unit:
+        await unit.delete(await _source(unit, subscription_id, type))
     return None, 204

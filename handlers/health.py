@@ -18,9 +18,8 @@ async def get() -> dict[str, str]:
 async def ready() -> dict[str, Any]:
     """Readiness: the database answers and its schema is the newest this code knows."""
     try:
-        async with db.read() as session:
-            connection = await session.connection()
-            revision = await connection.run_sync(migrate.current)
+        async with db.read() as unit:
+            revision = await migrate.stored_revision(unit)
     except Exception as exc:  # any failure to reach the database means "not ready"
         raise ApiError(
             Code.SERVICE_UNAVAILABLE, f"Database unreachable: {type(exc).__name__}."

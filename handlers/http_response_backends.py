@@ -38,14 +38,14 @@ def _apply(backend: HttpResponseBackend, body: dict[str, Any]) -> None:
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     caller = auth.caller()
-    backend = HttpResponseBackend(
+    backend = HttpResponseBackend.new(
         id=ids.new_id(HttpResponseBackend.PREFIX),
         account_id=caller.account_id,
         status_code=DEFAULT_STATUS,
     )
     _apply(backend, body or {})
-    async with db.write() as session:
-        session.add(backend)
+    async with db.write() as unit:
+        unit.add(backend)
     return backend.to_api(), 201
 
 

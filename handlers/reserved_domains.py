@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel.ext.asyncio.session import AsyncSession
-
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
 from tunnelgw import auth, certmanagement, certstore, db, ids, reserved_names, resources, timefmt
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.auth import Caller
 from tunnelgw.certmanagement import Policy
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
@@ -30,7 +29,7 @@ def _new_row(body: dict[str, Any], caller: Caller) -> ReservedDomain:
     domain = reserved_names.requested(body.get("name"), body.get("domain"), config)
     certmanagement.check_exclusive(body)
     cname_target, acme_target = reserved_names.targets(domain, config)
-    row = ReservedDomain(
+    row = ReservedDomain.new(
         id=ids.new_id(ReservedDomain.PREFIX),
         account_id=caller.account_id,
         domain=domain,
@@ -63,25 +62,23 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = auth.caller()
     row = _new_row(body, caller)
-    async with db.write() as session:
+    async with db.write() as unit:
         # Checked first for a clear error; the unique index decides under races (409).
-        if await resources.taken(session, ReservedDomain.domain, row.domain):
+        if await resources.taken(unit, ReservedDomain.domain, row.domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE, f"{row.domain!r} is already reserved.", field="domain"
             )
         cert_id = body.get("certificate_id")
         if cert_id is not None:
-            await resources.get_reference(
-                session, TlsCertificate, caller, cert_id, "certificate_id"
-            )
+            await resources.get_reference(unit, TlsCertificate, caller, cert_id, "certificate_id")
             row.certificate_id = cert_id
-        session.add(row)
+        unit.add(row)
     return row.to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as session:
-        row = await resources.get_owned(session, ReservedDomain, auth.caller(), id)
+    async with db.read() as unit:
+        row = await resources.get_owned(unit, ReservedDomain, auth.caller(), id)
     return (await certstore.settled_rows([row]))[0].to_api()
 
 
@@ -90,34 +87,34 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
 ) -> dict[str, Any]:
-    async with db.read() as session:
+    async with db.read() as unit:
         rows, more = await resources.page_rows(
-            session, ReservedDomain, auth.caller(), limit, before_id, beforeId
+            unit, ReservedDomain, auth.caller(), limit, before_id, beforeId
         )
     rows = await certstore.settled_rows(rows)
     return resources.envelope("reserved_domains", ReservedDomain.PATH, rows, limit, more=more)
 
 
-async def _locked(session: AsyncSession, caller: Caller, id_: str) -> ReservedDomain:
+async def _locked(unit: Unit, caller: Caller, id_: str) -> ReservedDomain:
     """The caller's row `id_`, locked for this write unit and settled to now; 404 else."""
-    row = await resources.get_owned(session, ReservedDomain, caller, id_, lock=True)
-    await certstore.settle_row(session, row, timefmt.utcnow())
+    row = await resources.get_owned(unit, ReservedDomain, caller, id_, lock=True)
+    await certstore.settle_row(unit, row, timefmt.utcnow())
     return row
 
 
 async def _set_references(
-    session: AsyncSession, caller: Caller, row: ReservedDomain, body: dict[str, Any]
+    unit: Unit, caller: Caller, row: ReservedDomain, body: dict[str, Any]
 ) -> None:
     """The endpoint configurations and the uploaded certificate of a PATCH body."""
     for field in ENDPOINT_CONFIGURATION_FIELDS:
         value = body.get(field)
         if value:
-            await resources.get_reference(session, EndpointConfiguration, caller, value, field)
+            await resources.get_reference(unit, EndpointConfiguration, caller, value, field)
         if value is not None:
             setattr(row, field, value or None)  # "" clears
     cert_id = body.get("certificate_id")
     if cert_id is not None:
-        await resources.get_reference(session, TlsCertificate, caller, cert_id, "certificate_id")
+        await resources.get_reference(unit, TlsCertificate, caller, cert_id, "certificate_id")
         _detach_policy(row)
         row.certificate_id = cert_id
 
@@ -129,10 +126,10 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         body.get("certificate_management_policy"), tunnelgw_settings.current()
     )
     caller = auth.caller()
-    async with db.write() as session:
-        row = await _locked(session, caller, id)
+    async with db.write() as unit:
+        row = await _locked(unit, caller, id)
         resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
-        await _set_references(session, caller, row, body)
+        await _set_references(unit, caller, row, body)
         if policy is not None and policy.as_api() != row.policy_api():
             _attach_policy(row, policy)
     return row.to_api()
@@ -143,14 +140,14 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
 
 
 async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        _detach_policy(await _locked(session, auth.caller(), id))
+    async with db.write() as unit:
+        _detach_policy(await _locked(unit, auth.caller(), id))
     return None, 204
 
 
 async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        row = await _locked(session, auth.caller(), id)
+    async with db.write() as unit:
+        row = await _locked(unit, auth.caller(), id)
         if row.cert_authority is not None:
             raise ApiError(
                 Code.CERTIFICATE_MANAGED,

@@ -29,7 +29,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     # An RSA 4096 key takes about half a second: keep the event loop free meanwhile.
     key = await asyncio.to_thread(ssh.generate_ca_key, spec)
     ca_id = ids.new_id(SshCertificateAuthority.PREFIX)
-    ca = SshCertificateAuthority(
+    ca = SshCertificateAuthority.new(
         id=ca_id,
         account_id=account_id,
         public_key=ssh.public_key_line(key.public_key()),
@@ -39,8 +39,8 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         ),
     )
     resources.apply_patch(ca, body, resources.DESCRIBED_FIELDS)
-    async with db.write() as session:
-        session.add(ca)
+    async with db.write() as unit:
+        unit.add(ca)
     return ca.to_api(), 201
 
 
@@ -64,16 +64,16 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
-    async with db.write() as session:
+    async with db.write() as unit:
         # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
         # no certificate is signed between the check and the delete.
-        ca = await resources.get_owned(session, SshCertificateAuthority, caller, id, lock=True)
-        if await has_unexpired(session, ca.id, timefmt.utcnow()):
+        ca = await resources.get_owned(unit, SshCertificateAuthority, caller, id, lock=True)
+        if await has_unexpired(unit, ca.id, timefmt.utcnow()):
             raise ApiError(
                 Code.SSH_CA_IN_USE,
                 f"The SSH certificate authority {id!r} signed user certificates that have "
                 "not expired; delete them first.",
                 id=id,
             )
-        await session.delete(ca)
+        await unit.delete(ca)
     return None, 204

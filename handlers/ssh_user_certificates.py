@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sqlmodel.ext.asyncio.session import AsyncSession
-
 from models import SshCertificateAuthority, SshUserCertificate
 from tunnelgw import auth, db, ids, resources, timefmt
 from tunnelgw.auth import Caller
 from tunnelgw.crypto import CryptoError, keys, ssh
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
@@ -30,7 +29,7 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKe
     except CryptoError as exc:
         # Rule names are catalog code names (tests/unit/test_crypto_x509.py keeps them so).
         raise ApiError(Code[exc.rule.name], exc.msg, field=exc.field or "body") from None
-    cert = SshUserCertificate(
+    cert = SshUserCertificate.new(
         id=ids.new_id(SshUserCertificate.PREFIX),
         account_id=auth.caller().account_id,
         ssh_certificate_authority_id=body["ssh_certificate_authority_id"],
@@ -47,15 +46,15 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKe
     return cert, user_key
 
 
-async def _signing_ca(session: AsyncSession, caller: Caller, ca_id: str) -> SshCertificateAuthority:
+async def _signing_ca(unit: Unit, caller: Caller, ca_id: str) -> SshCertificateAuthority:
     """The caller's CA `ca_id`, share-locked against a concurrent delete; 404 otherwise."""
     return await resources.get_reference(
-        session,
+        unit,
         SshCertificateAuthority,
         caller,
         ca_id,
         "ssh_certificate_authority_id",
-        lock={"read": True},
+        lock="share",
     )
 
 
@@ -83,12 +82,12 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         valid_after=cert.valid_after,
         valid_until=cert.valid_until,
     )
-    async with db.write() as session:
-        ca = await _signing_ca(session, auth.caller(), cert.ssh_certificate_authority_id)
+    async with db.write() as unit:
+        ca = await _signing_ca(unit, auth.caller(), cert.ssh_certificate_authority_id)
         cert.certificate = await asyncio.to_thread(
             ssh.sign_user_certificate, _private_key(ca), user_key.key, request
         )
-        session.add(cert)
+        unit.add(cert)
     return cert.to_api(), 201
 
 

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel.ext.asyncio.session import AsyncSession
-
 from models import Edge, TunnelGroupBackend
 from tunnelgw import auth, db, resources, urls
 from tunnelgw.auth import Caller
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
 
-async def _tls_edge(session: AsyncSession, caller: Caller, edge_id: str) -> Edge:
+async def _tls_edge(unit: Unit, caller: Caller, edge_id: str) -> Edge:
     """The caller's TLS edge `edge_id`; ApiError(404 ERR_NOT_FOUND) otherwise."""
-    edge = await resources.get_owned(session, Edge, caller, edge_id)
+    edge = await resources.get_owned(unit, Edge, caller, edge_id)
     if edge.kind != "tls":
         raise ApiError(Code.NOT_FOUND, f"No TLS edge with id {edge_id!r}.", id=edge_id)
     return edge
@@ -43,10 +42,10 @@ async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     enabled = body.get("enabled")
     caller = auth.caller()
-    async with db.write() as session:
-        edge = await _tls_edge(session, caller, id)
+    async with db.write() as unit:
+        edge = await _tls_edge(unit, caller, id)
         backend = await resources.get_reference(
-            session, TunnelGroupBackend, caller, body["backend_id"], "backend_id"
+            unit, TunnelGroupBackend, caller, body["backend_id"], "backend_id"
         )
         edge.backend_id = backend.id
         edge.backend_enabled = True if enabled is None else bool(enabled)
@@ -54,13 +53,13 @@ async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002
-    async with db.read() as session:
-        return _module(await _tls_edge(session, auth.caller(), id))
+    async with db.read() as unit:
+        return _module(await _tls_edge(unit, auth.caller(), id))
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as session:
-        edge = await _tls_edge(session, auth.caller(), id)
+    async with db.write() as unit:
+        edge = await _tls_edge(unit, auth.caller(), id)
         edge.backend_id = None
         edge.backend_enabled = None
     return None, 204

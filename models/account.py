@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from models.base import TIMESTAMP, id_field
+from models.base import TIMESTAMP, Row, id_field
 from tunnelgw import timefmt
 
 
-class Account(SQLModel, table=True):
+class Account(Row, table=True):
     PREFIX: ClassVar[str] = "acct"
 
     id: str = id_field(primary_key=True)

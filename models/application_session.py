@@ -7,13 +7,13 @@ import math
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Index, Text
-from sqlmodel import Field, col, delete
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import JSON, Index, Text, bindparam, delete
+from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
 from tunnelgw import timefmt, urls
+from tunnelgw.db import Query, Unit
 
 _USER_AGENT_FIELDS = (
     "raw",
@@ -106,11 +106,14 @@ class ApplicationSession(AccountScoped, table=True):
         }
 
 
-async def sign_out(session: AsyncSession, account_id: str, application_user_id: str) -> None:
+async def sign_out(unit: Unit, account_id: str, application_user_id: str) -> None:
     """Delete every session of the application user (in the caller's unit of work)."""
-    await session.exec(
-        delete(ApplicationSession).where(
-            col(ApplicationSession.account_id) == account_id,
-            col(ApplicationSession.application_user_id) == application_user_id,
-        )
+    await unit.exec(_SIGN_OUT, {"account_id": account_id, "user_id": application_user_id})
+
+
+_SIGN_OUT = Query(
+    delete(ApplicationSession).where(
+        ApplicationSession.account_id == bindparam("account_id"),  # type: ignore[arg-type]
+        ApplicationSession.application_user_id == bindparam("user_id"),  # type: ignore[arg-type]
     )
+)

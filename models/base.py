@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from sqlalchemy import DateTime, String, Text
 from sqlmodel import Field, SQLModel
 
-from tunnelgw import timefmt, urls
+from tunnelgw import records, timefmt, urls
 
 # Ids sort byte-wise (base62 in ASCII order); PostgreSQL must not apply a locale collation.
 ID_TYPE = String(64).with_variant(String(64, collation="C"), "postgresql")
@@ -19,7 +19,18 @@ def id_field(**kwargs: Any) -> Any:
     return Field(sa_type=ID_TYPE, **kwargs)
 
 
-class AccountScoped(SQLModel):
+class Row(SQLModel):
+    """Base of every table. At run time a row is a record (tunnelgw.records): a plain object
+    with the columns and this class's behaviour, made by `new()` or read from the database."""
+
+    @classmethod
+    def new(cls, **values: Any) -> Self:
+        """A new row with the field defaults (a record, typed as the model)."""
+        made: Self = records.new(cls, **values)
+        return made
+
+
+class AccountScoped(Row):
     """Columns of every account-owned resource: id, owner account, creation time."""
 
     PREFIX: ClassVar[str]

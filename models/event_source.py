@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String
-from sqlmodel import Field, SQLModel, col, select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import String, bindparam, select
+from sqlmodel import Field
 
-from models.base import TIMESTAMP, id_field
+from models.base import TIMESTAMP, Row, id_field
 from tunnelgw import timefmt, urls
+from tunnelgw.db import Query, Unit
 
 
 def sources_path(subscription_id: str) -> str:
@@ -18,7 +18,7 @@ def sources_path(subscription_id: str) -> str:
     return f"/event_subscriptions/{subscription_id}/sources"
 
 
-class EventSource(SQLModel, table=True):
+class EventSource(Row, table=True):
     __tablename__ = "event_source"
 
     subscription_id: str = id_field(
@@ -33,8 +33,13 @@ class EventSource(SQLModel, table=True):
         return {"type": self.type, "uri": urls.absolute(path)}
 
 
-async def of_subscription(session: AsyncSession, subscription_id: str) -> list[EventSource]:
+async def of_subscription(unit: Unit, subscription_id: str) -> list[EventSource]:
     """Every source of the subscription, ordered by type (code-point order on every engine;
     a subscription has at most one source per catalog type, so sorting here is cheap)."""
-    stmt = select(EventSource).where(col(EventSource.subscription_id) == subscription_id)
-    return sorted((await session.exec(stmt)).all(), key=lambda source: source.type)
+    found = await unit.exec(_OF_SUBSCRIPTION, {"subscription_id": subscription_id})
+    return sorted(found.all(), key=lambda source: source.type)
+
+
+_OF_SUBSCRIPTION = Query(
+    select(EventSource).where(EventSource.subscription_id == bindparam("subscription_id"))  # type: ignore[arg-type]
+)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import String
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from models.base import TIMESTAMP, id_field
+from models.base import TIMESTAMP, Row, id_field
 from tunnelgw import timefmt
 
 
-class FixtureLoad(SQLModel, table=True):
+class FixtureLoad(Row, table=True):
     __tablename__ = "fixture_load"
 
     account_id: str = id_field(primary_key=True, foreign_key="account.id", ondelete="CASCADE")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import LargeBinary, String, Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from models.base import TIMESTAMP
+from models.base import TIMESTAMP, Row
 from tunnelgw import timefmt
 
 
-class IssuingAuthority(SQLModel, table=True):
+class IssuingAuthority(Row, table=True):
     __tablename__ = "issuing_authority"
 
     name: str = Field(primary_key=True, sa_type=String(64))

@@ -6,16 +6,16 @@ from datetime import datetime
 from typing import Literal
 
 from sqlalchemy import Index
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from models.base import TIMESTAMP, id_field
+from models.base import TIMESTAMP, Row, id_field
 from tunnelgw import timefmt
 
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}
 
 
-class Principal(SQLModel, table=True):
+class Principal(Row, table=True):
     __table_args__ = (Index("ix_principal_account_id_id", "account_id", "id"),)
 
     id: str = id_field(primary_key=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Index, String, Text
-from sqlmodel import Field, col, select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import JSON, Index, String, Text, bindparam, select
+from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw import timefmt
+from tunnelgw.db import Query, Unit
 
 
 class SshUserCertificate(DescribedResource, table=True):
@@ -53,12 +53,15 @@ class SshUserCertificate(DescribedResource, table=True):
         }
 
 
-async def has_unexpired(session: AsyncSession, ca_id: str, now: datetime) -> bool:
+async def has_unexpired(unit: Unit, ca_id: str, now: datetime) -> bool:
     """Whether the CA `ca_id` signed a certificate whose `valid_until` is after `now`."""
-    stmt = (
-        select(SshUserCertificate.id)
-        .where(SshUserCertificate.ssh_certificate_authority_id == ca_id)
-        .where(col(SshUserCertificate.valid_until) > now)
-        .limit(1)
-    )
-    return (await session.exec(stmt)).first() is not None
+    found = await unit.exec(_UNEXPIRED, {"ca_id": ca_id, "now": now})
+    return found.first() is not None
+
+
+_UNEXPIRED = Query(
+    select(SshUserCertificate.id)  # type: ignore[call-overload]
+    .where(SshUserCertificate.ssh_certificate_authority_id == bindparam("ca_id"))
+    .where(SshUserCertificate.valid_until > bindparam("now"))
+    .limit(1)
+)

@@ -133,7 +133,7 @@ class Factory:
         For what the API cannot create: referenced resources and read-only resources.
         """
         fields.setdefault("id", ids.new_id(model.PREFIX))
-        row = model(account_id=account_id, **fields)
+        row = model.new(account_id=account_id, **fields)
 
         async def insert() -> None:
             async with db.write() as session:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlmodel import select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import select
 
 from models import Account, ApiKey, Principal
 from models.principal import PREFIXES, Kind
 from tunnelgw import auth, ids
+from tunnelgw.db import Query, Unit
 
 
 @dataclass(frozen=True)
@@ -23,30 +23,30 @@ class Credentials:
     token: str
 
 
-async def create_account(session: AsyncSession, name: str = "") -> Account:
-    account = Account(id=ids.new_id(Account.PREFIX), name=name)
-    session.add(account)
-    await session.flush()
+async def create_account(unit: Unit, name: str = "") -> Account:
+    account = Account.new(id=ids.new_id(Account.PREFIX), name=name)
+    unit.add(account)
+    await unit.flush()
     return account
 
 
 async def create_principal(
-    session: AsyncSession, account_id: str, kind: Kind, *, name: str = "", is_admin: bool = False
+    unit: Unit, account_id: str, kind: Kind, *, name: str = "", is_admin: bool = False
 ) -> Principal:
-    principal = Principal(
+    principal = Principal.new(
         id=ids.new_id(PREFIXES[kind]),
         account_id=account_id,
         kind=kind,
         name=name,
         is_admin=is_admin,
     )
-    session.add(principal)
-    await session.flush()
+    unit.add(principal)
+    await unit.flush()
     return principal
 
 
 async def issue_key(
-    session: AsyncSession,
+    unit: Unit,
     owner: Principal,
     *,
     description: str = "",
@@ -55,7 +55,7 @@ async def issue_key(
 ) -> tuple[ApiKey, str]:
     """A new API key for `owner` and its token (shown once; only its hash is stored)."""
     token = token or auth.new_token()
-    key = ApiKey(
+    key = ApiKey.new(
         id=ids.new_id(ApiKey.PREFIX),
         account_id=owner.account_id,
         owner_id=owner.id,
@@ -63,23 +63,26 @@ async def issue_key(
         meta=meta,
         token_hash=auth.hash_token(token),
     )
-    session.add(key)
-    await session.flush()
+    unit.add(key)
+    await unit.flush()
     return key, token
 
 
 async def create_account_with_admin(
-    session: AsyncSession, name: str = "", *, token: str | None = None
+    unit: Unit, name: str = "", *, token: str | None = None
 ) -> Credentials:
     """An account, its admin user and an admin API key."""
-    account = await create_account(session, name)
-    admin = await create_principal(session, account.id, "user", name="admin", is_admin=True)
-    key, token = await issue_key(session, admin, description="admin key", token=token)
+    account = await create_account(unit, name)
+    admin = await create_principal(unit, account.id, "user", name="admin", is_admin=True)
+    key, token = await issue_key(unit, admin, description="admin key", token=token)
     return Credentials(account.id, admin.id, key.id, token)
 
 
-async def bootstrap(session: AsyncSession, token: str | None = None) -> Credentials | None:
+async def bootstrap(unit: Unit, token: str | None = None) -> Credentials | None:
     """On an empty database, the first account with an admin key; None if one exists."""
-    if (await session.exec(select(Account.id).limit(1))).first() is not None:
+    if (await unit.exec(_ANY_ACCOUNT)).first() is not None:
         return None
-    return await create_account_with_admin(session, "default", token=token)
+    return await create_account_with_admin(unit, "default", token=token)
+
+
+_ANY_ACCOUNT = Query(select(Account.id).limit(1))  # type: ignore[call-overload]

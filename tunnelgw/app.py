@@ -4,6 +4,7 @@ rendering and middlewares, and the database opened in the lifespan.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,12 +15,16 @@ import yaml
 from connexion import AsyncApp
 from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
-from connexion.middleware import MiddlewarePosition
+from connexion.middleware.exceptions import ExceptionMiddleware
+from connexion.middleware.lifespan import LifespanMiddleware
+from connexion.middleware.routing import RoutingMiddleware
+from connexion.middleware.server_error import ServerErrorMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, middleware, validation
+from tunnelgw import db, middleware, pipeline
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -28,7 +33,6 @@ from tunnelgw.settings import Settings
 
 SPEC_DIR = Path(__file__).resolve().parent
 SPEC_FILE = SPEC_DIR / "openapi.yaml"
-VERSION_HEADER_REF = "#/components/parameters/ServiceVersion"
 HANDLERS = "handlers"
 
 
@@ -78,35 +82,28 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         specification_dir=SPEC_DIR,
         lifespan=lifespan,
         jsonifier=Jsonifier(_OrjsonText),
-        validator_map=validation.validator_map(),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
+        middlewares=middlewares(settings),
     )
     spec = apply_settings(load_spec(), settings)
-    app.add_api(
-        spec,
-        resolver=RelativeResolver(HANDLERS),
-        validate_responses=True,
-        strict_validation=False,
-    )
+    app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     render = ErrorRenderer(spec)
     for error in (ApiError, ProblemException, HTTPException, Exception):
-        app.add_error_handler(error, render)
-    app.add_middleware(
-        middleware.RequestContext,
-        position=MiddlewarePosition.BEFORE_EXCEPTION,
-        public_url=settings.resolved_public_url(),
-    )
-    app.add_middleware(
-        middleware.RequestBody,
-        position=MiddlewarePosition.BEFORE_SWAGGER,
-        max_body_bytes=settings.max_body_bytes,
-    )
-    app.add_middleware(
-        middleware.VersionHeader,
-        position=MiddlewarePosition.BEFORE_SECURITY,
-        operations={
-            f"{HANDLERS}.{op}"  # Connexion routes by the resolved operationId
-            for op in middleware.versioned_operations(spec, VERSION_HEADER_REF)
-        },
-    )
+        app.add_error_handler(error, render.render)
     return app
+
+
+def middlewares(settings: Settings) -> list[Any]:
+    """Connexion's middleware list: its error handling, Swagger UI, routing and lifespan, our
+    request context (operation id, access log, metrics) outside the error handling, and our
+    per-operation pipeline (tunnelgw.pipeline) in place of Connexion's security, validation and
+    context layers."""
+    return [
+        ServerErrorMiddleware,
+        functools.partial(middleware.RequestContext, public_url=settings.resolved_public_url()),
+        ExceptionMiddleware,
+        SwaggerUIMiddleware,
+        RoutingMiddleware,
+        functools.partial(pipeline.OperationMiddleware, max_body_bytes=settings.max_body_bytes),
+        LifespanMiddleware,
+    ]

@@ -12,11 +12,12 @@ import hmac
 from dataclasses import dataclass
 from typing import Any
 
-from connexion import context
-from sqlmodel import col, select
+from sqlalchemy import bindparam, select
+from sqlmodel import col
 
 from models import ApiKey, Principal
-from tunnelgw import db, ids
+from tunnelgw import db, ids, pipeline
+from tunnelgw.db import Query
 from tunnelgw.errors import ApiError, Code
 
 TOKEN_PREFIX = "tgw_"  # noqa: S105 - a public prefix, not a secret
@@ -46,26 +47,30 @@ async def bearer_info(token: str) -> dict[str, Any]:
     if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
         raise ApiError(Code.INVALID_CREDENTIALS)
     digest = hash_token(token)
-    async with db.read() as session:
-        row = (
-            await session.exec(
-                select(ApiKey, Principal)
-                .join(Principal, col(Principal.id) == col(ApiKey.owner_id))
-                .where(ApiKey.token_hash == digest)
-            )
-        ).first()
-    if row is None or not hmac.compare_digest(row[0].token_hash, digest):
+    async with db.read() as unit:
+        row = (await unit.exec(_BY_TOKEN_HASH, {"digest": digest})).first()
+    if row is None or not hmac.compare_digest(row[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
-    key, principal = row
-    return {
-        "sub": principal.id,
-        "caller": Caller(principal.account_id, principal.id, principal.is_admin, key.id),
-    }
+    _, key_id, principal_id, account_id, is_admin = row
+    return {"sub": principal_id, "caller": Caller(account_id, principal_id, is_admin, key_id)}
+
+
+_BY_TOKEN_HASH = Query(
+    select(
+        col(ApiKey.token_hash),
+        col(ApiKey.id),
+        col(Principal.id),
+        col(Principal.account_id),
+        col(Principal.is_admin),
+    )
+    .join(Principal, col(Principal.id) == col(ApiKey.owner_id))
+    .where(col(ApiKey.token_hash) == bindparam("digest"))
+)
 
 
 def caller() -> Caller:
     """The authenticated caller of the current request."""
-    info = context.context.get("token_info") or {}
+    info = pipeline.token_info.get() or {}
     found = info.get("caller")
     if not isinstance(found, Caller):  # pragma: no cover - security runs before handlers
         raise ApiError(Code.AUTHENTICATION_REQUIRED)

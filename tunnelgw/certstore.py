@@ -12,12 +12,11 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import select
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models import IssuingAuthority, ReservedDomain, TlsCertificate
 from tunnelgw import certmanagement, db, ids, settings, timefmt
 from tunnelgw.crypto import issuing, keys
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 
 # The issuing CA is valid from a day before its creation, so a certificate whose job
@@ -32,7 +31,7 @@ def is_due(row: ReservedDomain, now: datetime) -> bool:
     return certmanagement.is_due(status, now, settings.current())
 
 
-async def settle_row(session: AsyncSession, row: ReservedDomain, now: datetime) -> None:
+async def settle_row(unit: Unit, row: ReservedDomain, now: datetime) -> None:
     """Bring the (locked) row's certificate management up to `now`, issuing if due."""
     if row.cert_authority is None:
         return
@@ -42,7 +41,7 @@ async def settle_row(session: AsyncSession, row: ReservedDomain, now: datetime) 
     if settled is None:
         return
     if settled.issue_at is not None:
-        cert = await _issue(session, row, settled.issue_at)
+        cert = await _issue(unit, row, settled.issue_at)
         row.certificate_id = cert.id
     settled.status.write_to(row)
 
@@ -52,14 +51,12 @@ async def settle(ids_: Iterable[str]) -> dict[str, ReservedDomain]:
     wait on each other crosswise); the settled rows by id (rows deleted meanwhile are
     missing)."""
     settled: dict[str, ReservedDomain] = {}
-    async with db.write() as session:
+    async with db.write() as unit:
         now = timefmt.utcnow()
         for id_ in sorted(set(ids_)):
-            row = await session.get(
-                ReservedDomain, id_, with_for_update=True, populate_existing=True
-            )
+            row = await unit.get(ReservedDomain, id_, lock=True)
             if row is not None:
-                await settle_row(session, row, now)
+                await settle_row(unit, row, now)
                 settled[id_] = row
     return settled
 
@@ -74,9 +71,9 @@ async def settled_rows(rows: list[ReservedDomain]) -> list[ReservedDomain]:
     return [fresh.get(row.id, row) for row in rows]
 
 
-async def _issue(session: AsyncSession, row: ReservedDomain, issue_at: datetime) -> TlsCertificate:
+async def _issue(unit: Unit, row: ReservedDomain, issue_at: datetime) -> TlsCertificate:
     config = settings.current()
-    authority = await issuing_authority(session, config.certificate_authority)
+    authority = await issuing_authority(unit, config.certificate_authority)
     not_before, not_after = certmanagement.window(issue_at, config)
     made = await asyncio.to_thread(
         issuing.issue,
@@ -88,7 +85,7 @@ async def _issue(session: AsyncSession, row: ReservedDomain, issue_at: datetime)
         not_after,
     )
     cert_id = ids.new_id(TlsCertificate.PREFIX)
-    cert = TlsCertificate(
+    cert = TlsCertificate.new(
         id=cert_id,
         account_id=row.account_id,
         description=f"Issued for {row.domain} by certificate management ({row.cert_authority}).",
@@ -97,7 +94,7 @@ async def _issue(session: AsyncSession, row: ReservedDomain, issue_at: datetime)
         not_after=made.not_after,
         issued_for_id=row.id,
     )
-    session.add(cert)
+    unit.add(cert)
     return cert
 
 
@@ -113,11 +110,11 @@ def _unwrap(blob: bytes, name: str) -> bytes:
         ) from None
 
 
-async def issuing_authority(session: AsyncSession, name: str) -> IssuingAuthority:
+async def issuing_authority(unit: Unit, name: str) -> IssuingAuthority:
     """The issuing CA `name`, created on first use. INSERT ... ON CONFLICT DO NOTHING then
     SELECT: concurrent first uses (several workers, PostgreSQL or SQLite) all get the one
     row that won, and none fails."""
-    found = await session.get(IssuingAuthority, name)
+    found = await unit.get(IssuingAuthority, name)
     if found is not None:
         return found
     now = timefmt.utcnow()
@@ -128,12 +125,9 @@ async def issuing_authority(session: AsyncSession, name: str) -> IssuingAuthorit
         "wrapped_private_key": keys.wrap(keys.current(), made.private_key_der, name.encode()),
         "created_at": now,
     }
-    dialect = postgresql if _is_postgres(session) else sqlite
+    dialect = postgresql if unit.dialect == "postgresql" else sqlite
     insert = dialect.insert(IssuingAuthority).values(**values)
-    await session.exec(insert.on_conflict_do_nothing(index_elements=["name"]))
-    stmt = select(IssuingAuthority).where(IssuingAuthority.name == name)
-    return (await session.exec(stmt.execution_options(populate_existing=True))).one()
-
-
-def _is_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
+    await unit.exec(insert.on_conflict_do_nothing(index_elements=["name"]))
+    found = await unit.get(IssuingAuthority, name)
+    assert found is not None  # inserted now, or by the unit that won
+    return found

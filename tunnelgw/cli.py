@@ -13,11 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tunnelgw import __version__, accounts, db, fixtures, migrate
+from tunnelgw import __version__, accounts, db, fixtures, migrate, records
 from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
 from tunnelgw.settings import Settings
+from tunnelgw.timefmt import rfc3339
 
 # `serve` flags and the TUNNELGW_* variable each one sets for the worker processes.
 SERVE_FLAGS = {
@@ -133,8 +134,8 @@ def _migrate(_args: argparse.Namespace) -> int:
 
 
 async def _bootstrap(database: Database) -> accounts.Credentials | None:
-    async with database.write() as session:
-        return await accounts.bootstrap(session, _settings().bootstrap_token)
+    async with database.write() as unit:
+        return await accounts.bootstrap(unit, _settings().bootstrap_token)
 
 
 def _prepare_kek(settings: Settings) -> None:
@@ -252,8 +253,8 @@ def _share_metrics(settings: Settings) -> None:
 
 def _accounts_create(args: argparse.Namespace) -> int:
     async def work(database: Database) -> accounts.Credentials:
-        async with database.write() as session:
-            return await accounts.create_account_with_admin(session, args.name)
+        async with database.write() as unit:
+            return await accounts.create_account_with_admin(unit, args.name)
 
     _print(asdict(_with_database(work)))
     return 0
@@ -263,13 +264,13 @@ def _principals_create(args: argparse.Namespace) -> int:
     from models import Account
 
     async def work(database: Database) -> dict[str, Any]:
-        async with database.write() as session:
-            if await session.get(Account, args.account) is None:
+        async with database.write() as unit:
+            if await unit.get(Account, args.account) is None:
                 raise SystemExit(f"tunnelgw: no account {args.account!r}")
             principal = await accounts.create_principal(
-                session, args.account, args.kind, name=args.name, is_admin=args.admin
+                unit, args.account, args.kind, name=args.name, is_admin=args.admin
             )
-            return principal.model_dump(mode="json")
+            return {**records.as_dict(principal), "created_at": rfc3339(principal.created_at)}
 
     _print(_with_database(work))
     return 0
@@ -279,11 +280,11 @@ def _keys_create(args: argparse.Namespace) -> int:
     from models import Principal
 
     async def work(database: Database) -> dict[str, Any]:
-        async with database.write() as session:
-            owner = await session.get(Principal, args.owner)
+        async with database.write() as unit:
+            owner = await unit.get(Principal, args.owner)
             if owner is None:
                 raise SystemExit(f"tunnelgw: no principal {args.owner!r}")
-            key, token = await accounts.issue_key(session, owner, description=args.description)
+            key, token = await accounts.issue_key(unit, owner, description=args.description)
             return {"api_key_id": key.id, "owner_id": owner.id, "token": token}
 
     _print(_with_database(work))

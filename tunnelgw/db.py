@@ -1,110 +1,528 @@
-"""Engine and units of work.
+"""The database: units of work over one connection, SQL run directly on the driver.
 
-`read()` and `write()` are the only ways handlers touch the database. A write unit commits
-on success and rolls back on any exception, so a failed request never leaves a half-written
-row. On SQLite, writes are serialised within the process (an asyncio lock) and begin with
-`BEGIN IMMEDIATE`, so concurrent writers from several workers queue in SQLite's busy
-handler instead of failing with "database is locked". SQLite reads run in autocommit (no
-BEGIN): each statement reads its own consistent snapshot, which is all a single-statement
-read needs; a unit whose statements must agree with each other uses `write()`.
+`read()` and `write()` are the only ways handlers touch the database; both give a `Unit`.
+
+- **SQLite** (stdlib `sqlite3`) runs inline on the event loop: a statement takes
+  microseconds, far less than a hop to a helper thread. Each process has one connection for
+  reads (autocommit, `query_only`; every statement reads its own consistent snapshot) and one
+  for writes. Write units are serialised per process by an asyncio lock and begin with
+  `BEGIN IMMEDIATE`, so writers of several processes queue in SQLite's busy handler
+  (`busy_timeout`) rather than fail; WAL lets readers go on meanwhile.
+- **PostgreSQL** (psycopg 3, native asyncio) takes connections from a `psycopg_pool` pool:
+  reads in autocommit (one round trip per statement), writes in one transaction.
+
+A write unit commits when its block succeeds and rolls back on any exception, so a failed
+request never leaves a half-written row; a constraint violation (a concurrent request got
+there first) becomes 409 `ERR_CONFLICT`. Rows are records (tunnelgw.records); statements are
+the generated per-table SQL, SQLAlchemy statements compiled once per dialect (`Query`), or,
+on rare paths, SQLAlchemy statements compiled per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import event
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
-from sqlmodel import SQLModel
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.dialects import postgresql as sa_postgresql
+from sqlalchemy.dialects import sqlite as sa_sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.selectable import Select
 
+from tunnelgw import records
 from tunnelgw.errors import ApiError, Code
+from tunnelgw.records import Record
 
-_WRITE = "tunnelgw_write"
+T = TypeVar("T")
+
+SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=5000", "synchronous=NORMAL", "foreign_keys=ON")
+POOL_MAX_SIZE = 10  # PostgreSQL connections per worker process
+_LOCKS = {False: "", True: " FOR UPDATE", "share": " FOR SHARE"}
+
+# `lock=` of Unit.get: True locks the row for this write unit (PostgreSQL `FOR UPDATE`;
+# SQLite's write unit is exclusive anyway), "share" share-locks it (`FOR SHARE`).
+Lock = bool | str
+
+
+class Result:
+    """The rows of one statement (already fetched), and the number of rows it changed."""
+
+    __slots__ = ("rowcount", "rows")
+
+    def __init__(self, rows: list[Any], rowcount: int = -1) -> None:
+        self.rows = rows
+        self.rowcount = rowcount
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+    def all(self) -> list[Any]:
+        return self.rows
+
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def one_or_none(self) -> Any:
+        if len(self.rows) > 1:
+            raise LookupError(f"expected at most one row, got {len(self.rows)}")
+        return self.first()
+
+    def one(self) -> Any:
+        if len(self.rows) != 1:
+            raise LookupError(f"expected one row, got {len(self.rows)}")
+        return self.rows[0]
+
+
+# --- statements ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A statement compiled for one dialect."""
+
+    sql: str
+    names: tuple[str, ...] | None  # positional parameter order; None: named (`%(name)s`)
+    defaults: dict[str, Any]  # the values the statement carries itself
+    shape: Callable[[Sequence[Any]], Any] | None  # result row -> item; None for DML
+
+
+_SA_DIALECTS = {
+    "sqlite": sa_sqlite.dialect(),
+    "postgresql": sa_postgresql.psycopg.dialect(),  # type: ignore[no-untyped-call]
+}
+
+
+def _compile(statement: ClauseElement, dialect: str) -> _Plan:
+    compiled: Any = statement.compile(
+        dialect=_SA_DIALECTS[dialect], compile_kwargs={"render_postcompile": True}
+    )
+    names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
+    shape = _shape(statement, dialect) if isinstance(statement, Select) else None
+    return _Plan(compiled.string, names, dict(compiled.params), shape)
+
+
+def _shape(statement: Select[Any], dialect: str) -> Callable[[Sequence[Any]], Any]:
+    """Turns a result row into what the select names: a record per entity, a decoded value
+    per column; one thing alone is returned as is (like SQLModel's `exec`), several as a
+    tuple."""
+    decoders = records.SQLITE_DECODERS if dialect == "sqlite" else records.PG_DECODERS
+    columns = list(statement.selected_columns)
+    parts: list[tuple[int, int, Callable[[Sequence[Any]], Any]]] = []
+    position = 0
+    for description in statement.column_descriptions:
+        entity, expr = description.get("entity"), description.get("expr")
+        if entity is not None and expr is entity:
+            mapper = sa_inspect(entity)
+            count = len(mapper.column_attrs)
+            taken = columns[position : position + count]
+            attrs = [mapper.get_property_by_column(column).key for column in taken]
+            kinds = [records.kind_of(column.type) for column in taken]
+            load = records.loader(records.record_class(entity), attrs, kinds, decoders)
+        else:
+            count = 1
+            decode = decoders.get(records.kind_of(description["type"]))
+            load = _value_loader(decode)
+        parts.append((position, position + count, load))
+        position += count
+    if len(parts) == 1:
+        start, end, load = parts[0]
+        return lambda row: load(row[start:end])
+    return lambda row: tuple(load(row[start:end]) for start, end, load in parts)
+
+
+def _value_loader(decode: Callable[[Any], Any] | None) -> Callable[[Sequence[Any]], Any]:
+    if decode is None:
+        return lambda row: row[0]
+    return lambda row: None if row[0] is None else decode(row[0])
+
+
+class Query:
+    """A SQLAlchemy statement compiled once per dialect, on first use. Make queries at module
+    level, with `bindparam("name")` for the values that vary, and run them with
+    `await unit.exec(QUERY, {"name": value})` (building and compiling a statement per request
+    costs milliseconds)."""
+
+    __slots__ = ("_plans", "statement")
+
+    def __init__(self, statement: ClauseElement) -> None:
+        self.statement = statement
+        self._plans: dict[str, _Plan] = {}
+
+    def plan(self, dialect: str) -> _Plan:
+        plan = self._plans.get(dialect)
+        if plan is None:
+            plan = self._plans[dialect] = _compile(self.statement, dialect)
+        return plan
+
+
+# --- connections --------------------------------------------------------------------------
+
+
+class _SqliteConnection:
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        return self.raw.execute(sql, args).fetchall()
+
+    async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
+        cursor = self.raw.execute(sql, args)
+        return cursor.fetchall(), cursor.rowcount
+
+
+class _PgConnection:
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        cursor = await self.raw.execute(sql, args)
+        return await cursor.fetchall() if cursor.description is not None else []
+
+    async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
+        cursor = await self.raw.execute(sql, args)
+        rows = await cursor.fetchall() if cursor.description is not None else []
+        return rows, cursor.rowcount
+
+
+# --- units of work ------------------------------------------------------------------------
+
+
+class Unit:
+    """The statements of one unit of work, on one connection (see the module docstring).
+
+    A write unit tracks the rows it loads or adds: at commit it inserts the added ones and
+    updates the columns changed on the loaded ones (rows are plain records; assign a new
+    list or dict to a JSON column rather than changing it in place).
+    """
+
+    __slots__ = ("_conn", "_encode", "_pending", "_tracked", "dialect", "writes")
+
+    def __init__(self, conn: Any, dialect: str, *, writes: bool) -> None:
+        self._conn = conn
+        self.dialect = dialect
+        self.writes = writes
+        self._encode = records.encode_sqlite if dialect == "sqlite" else records.encode_pg
+        self._pending: list[Record] = []
+        self._tracked: dict[tuple[type, tuple[Any, ...]], tuple[Record, tuple[Any, ...]]] = {}
+
+    async def get(self, model: type[T], key: Any, *, lock: Lock = False) -> T | None:
+        """The row of `model` with primary key `key` (a tuple for composite keys), or None.
+        In a write unit, a row already loaded is returned as is."""
+        key = key if isinstance(key, tuple) else (key,)
+        if self.writes and (model, key) in self._tracked:
+            return self._tracked[(model, key)][0]  # type: ignore[return-value]
+        table = records.table_sql(model, self.dialect)  # type: ignore[arg-type]
+        sql = table.by_pk + _LOCKS[lock] if self.dialect == "postgresql" else table.by_pk
+        rows = await self._conn.fetch(sql, key)
+        if not rows:
+            return None
+        row = table.load(rows[0])
+        if self.writes:
+            self._track(row)
+        return row  # type: ignore[no-any-return]
+
+    async def select(self, model: type[T], condition: str, args: Sequence[Any]) -> list[T]:
+        """The rows of `model` matching `condition`, SQL over the table's quoted column names
+        with the dialect's placeholder `unit.mark` (hot paths: no statement to compile)."""
+        table = records.table_sql(model, self.dialect)  # type: ignore[arg-type]
+        rows = await self._conn.fetch(table.where(condition), args)
+        loaded = [table.load(row) for row in rows]
+        if self.writes:
+            for row in loaded:
+                self._track(row)
+        return loaded
+
+    @property
+    def mark(self) -> str:
+        """The dialect's parameter placeholder (`?` or `%s`)."""
+        return "?" if self.dialect == "sqlite" else "%s"
+
+    async def exec(
+        self, statement: ClauseElement | Query, params: dict[str, Any] | None = None
+    ) -> Result:
+        """Run a SQLAlchemy statement (a `Query`, or a statement compiled for this call)."""
+        plan = (
+            statement.plan(self.dialect)
+            if isinstance(statement, Query)
+            else _compile(statement, self.dialect)
+        )
+        values = {**plan.defaults, **params} if params else plan.defaults
+        encode = self._encode
+        args: Any
+        if plan.names is not None:
+            args = tuple(encode(values[name]) for name in plan.names)
+        else:
+            args = {name: encode(value) for name, value in values.items()}
+        if plan.shape is None:  # DML or text: rows as tuples
+            await self.flush()
+            rows, rowcount = await self._conn.run(plan.sql, args)
+            return Result([tuple(row) for row in rows], rowcount)
+        rows = await self._conn.fetch(plan.sql, args)
+        items = [plan.shape(row) for row in rows]
+        if self.writes:
+            for item in items:
+                for part in item if isinstance(item, tuple) else (item,):
+                    if isinstance(part, Record):
+                        self._track(part)
+        return Result(items)
+
+    def add(self, row: Any) -> None:
+        """Insert `row` at the next flush (at the latest, at commit)."""
+        self._require_write()
+        self._pending.append(row)
+
+    def add_all(self, rows: Sequence[Any]) -> None:
+        for row in rows:
+            self.add(row)
+
+    async def flush(self) -> None:
+        """Insert the rows added so far."""
+        pending, self._pending = self._pending, []
+        for row in pending:
+            table = records.table_sql(row.__model__, self.dialect)
+            await self._conn.run(table.insert, tuple(map(self._encode, records.values_of(row))))
+            self._track(row)
+
+    async def delete(self, row: Any) -> None:
+        """Delete `row` now."""
+        self._require_write()
+        await self.flush()
+        key = records.primary_key(row)
+        table = records.table_sql(row.__model__, self.dialect)
+        await self._conn.run(table.delete, key)
+        self._tracked.pop((row.__model__, key), None)
+
+    async def _commit_changes(self) -> None:
+        await self.flush()
+        for (model, key), (row, before) in self._tracked.items():
+            after = records.values_of(row)
+            if after == before:
+                continue
+            table = records.table_sql(model, self.dialect)
+            changed = [
+                i
+                for i, (a, b) in enumerate(zip(after, before, strict=True))
+                if a is not b and a != b
+            ]
+            attrs = tuple(row.__columns__[i] for i in changed)
+            args = (*(self._encode(after[i]) for i in changed), *key)
+            await self._conn.run(table.update(attrs), args)
+
+    def _track(self, row: Record) -> None:
+        key = records.primary_key(row)
+        self._tracked[(row.__model__, key)] = (row, records.values_of(row))
+
+    def _require_write(self) -> None:
+        if not self.writes:
+            raise RuntimeError("a read unit cannot write; use db.write()")
+
+
+# --- the database -------------------------------------------------------------------------
 
 
 class Database:
-    """One engine and its session factory."""
+    """One database (SQLite file or PostgreSQL), opened on first use."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
-        # Sessions always end their own transaction, so the pool's extra rollback on
-        # check-in is a wasted round trip (a thread hop per request on aiosqlite).
-        self.engine: AsyncEngine = create_async_engine(
-            url, echo=echo, pool_pre_ping=False, pool_reset_on_return=None
+        parsed = make_url(url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database {self.dialect!r}: use SQLite or PostgreSQL")
+        self.is_sqlite = self.dialect == "sqlite"
+        self._path = parsed.database or ":memory:"
+        self._conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._reader: _SqliteConnection | None = None
+        self._writer: _SqliteConnection | None = None
+        self._write_lock = asyncio.Lock()
+        self._pool: Any = None
+
+    def read(self) -> _ReadScope:
+        """`async with database.read() as unit:` statements outside a transaction."""
+        return _ReadScope(self)
+
+    def write(self) -> _WriteScope:
+        """`async with database.write() as unit:` one transaction, committed on success."""
+        return _WriteScope(self)
+
+    def _sqlite(self, *, writer: bool) -> _SqliteConnection:
+        if self._writer is None:
+            self._writer = _SqliteConnection(self._connect(query_only=False))
+            memory = self._path in ("", ":memory:")
+            self._reader = self._writer if memory else _SqliteConnection(self._connect(True))
+        return self._writer if writer else self._reader  # type: ignore[return-value]
+
+    def _connect(self, query_only: bool) -> sqlite3.Connection:
+        raw = sqlite3.connect(
+            self._path, isolation_level=None, check_same_thread=False, cached_statements=512
         )
-        self.is_sqlite = self.engine.dialect.name == "sqlite"
-        if self.is_sqlite:
-            _configure_sqlite(self.engine)
-        self._sessions = async_sessionmaker(
-            self.engine, class_=AsyncSession, expire_on_commit=False, autoflush=False
-        )
-        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        for pragma in SQLITE_PRAGMAS:
+            raw.execute(f"PRAGMA {pragma}")
+        if query_only:
+            raw.execute("PRAGMA query_only=ON")
+        return raw
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session for reads; rolled back at the end."""
-        async with self._sessions() as session:
-            yield session
+    async def _pg_pool(self) -> Any:
+        if self._pool is None:
+            from psycopg_pool import AsyncConnectionPool
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
-        """A session in one transaction: committed if the block succeeds, else rolled back.
-
-        A constraint violation (a concurrent request got there first: a unique value taken,
-        a referenced row deleted) is rolled back and raised as ApiError(409 ERR_CONFLICT);
-        handlers check such rules first and the constraint is the last word under races.
-        """
-        async with self._write_lock or contextlib.nullcontext(), self._sessions() as session:
-            # Starts the transaction; on SQLite the option makes it BEGIN IMMEDIATE.
-            await session.connection(execution_options={_WRITE: True})
-            try:
-                yield session
-                await session.commit()
-            except IntegrityError as exc:
-                await session.rollback()
-                raise ApiError(
-                    Code.CONFLICT, "The request conflicts with a concurrent change; retry it."
-                ) from exc
+            pool = AsyncConnectionPool(
+                self._conninfo,
+                min_size=1,
+                max_size=POOL_MAX_SIZE,
+                open=False,
+                kwargs={"autocommit": True},
+                configure=_configure_pg,
+            )
+            await pool.open(wait=True)
+            self._pool = pool
+        return self._pool
 
     async def create_schema(self) -> None:
-        """Create every table of the models (idempotent)."""
-        import models  # noqa: F401  (registers the tables)
+        """Create every table of the models (idempotent; tests and the benchmark)."""
+        from sqlalchemy import create_engine
+        from sqlmodel import SQLModel
 
-        async with self.engine.begin() as conn:
-            await conn.run_sync(SQLModel.metadata.create_all)
+        import models  # noqa: F401  (registers the tables)
+        from tunnelgw.migrate import sync_url
+
+        engine = create_engine(sync_url(self.url))
+        try:
+            await asyncio.to_thread(SQLModel.metadata.create_all, engine)
+        finally:
+            engine.dispose()
 
     async def dispose(self) -> None:
-        await self.engine.dispose()
+        for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
+            conn.raw.close()
+        self._reader = self._writer = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
-    sync_engine = engine.sync_engine
+async def _configure_pg(conn: Any) -> None:
+    import orjson
+    from psycopg.types.json import set_json_loads
 
-    @event.listens_for(sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's own is deferred).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        for pragma in (
-            "journal_mode=WAL",
-            "busy_timeout=5000",
-            "synchronous=NORMAL",
-            "foreign_keys=ON",
-        ):
-            cursor.execute(f"PRAGMA {pragma}")
-        cursor.close()
+    set_json_loads(orjson.loads, conn)
 
-    @event.listens_for(sync_engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        if conn.get_execution_options().get(_WRITE, False):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
+class _ReadScope:
+    __slots__ = ("_database", "_lease")
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._lease: Any = None
+
+    async def __aenter__(self) -> Unit:
+        database = self._database
+        if database.is_sqlite:
+            return Unit(database._sqlite(writer=False), "sqlite", writes=False)
+        self._lease = (await database._pg_pool()).connection()
+        return Unit(_PgConnection(await self._lease.__aenter__()), "postgresql", writes=False)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._lease is not None:
+            await self._lease.__aexit__(*exc)
+
+
+class _WriteScope:
+    __slots__ = ("_conn", "_database", "_lease", "_unit")
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._lease: Any = None
+        self._conn: Any = None
+        self._unit: Unit | None = None
+
+    async def __aenter__(self) -> Unit:
+        database = self._database
+        if database.is_sqlite:
+            await database._write_lock.acquire()
+            try:
+                self._conn = database._sqlite(writer=True)
+                _begin_immediate(self._conn.raw)
+            except BaseException:
+                database._write_lock.release()
+                raise
+        else:
+            self._lease = (await database._pg_pool()).connection()
+            self._conn = _PgConnection(await self._lease.__aenter__())
+            try:
+                await self._conn.run("BEGIN", ())
+            except BaseException as exc:
+                await self._lease.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
+        self._unit = Unit(self._conn, database.dialect, writes=True)
+        return self._unit
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        assert self._unit is not None
+        try:
+            if exc is None:
+                try:
+                    await self._unit._commit_changes()
+                    await self._conn.run("COMMIT", ())
+                except BaseException as failure:
+                    await self._rollback()
+                    conflict = _conflict_or(failure)
+                    if conflict is failure:
+                        raise
+                    raise conflict from failure
+            else:
+                await self._rollback()
+                conflict = _conflict_or(exc)
+                if conflict is not exc:
+                    raise conflict from exc
+        finally:
+            if self._database.is_sqlite:
+                self._database._write_lock.release()
+            else:
+                await self._lease.__aexit__(None, None, None)
+
+    async def _rollback(self) -> None:
+        # A connection that is gone cannot roll back; the pool discards it.
+        with contextlib.suppress(Exception):
+            await self._conn.run("ROLLBACK", ())
+
+
+def _begin_immediate(raw: sqlite3.Connection) -> None:
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise ApiError(
+            Code.SERVICE_UNAVAILABLE, f"The database is busy ({exc}); retry the request."
+        ) from exc
+
+
+def _conflict_or(exc: BaseException) -> BaseException:
+    """ApiError(409 ERR_CONFLICT) for a constraint violation, else `exc` itself."""
+    if _is_integrity_error(exc):
+        return ApiError(Code.CONFLICT, "The request conflicts with a concurrent change; retry it.")
+    return exc
+
+
+def _is_integrity_error(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.IntegrityError):
+        return True
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg ships with the server
+        return False
+    return isinstance(exc, psycopg.IntegrityError)
+
+
+# --- the process's database ---------------------------------------------------------------
 
 _current: Database | None = None
 
@@ -122,22 +540,19 @@ def current() -> Database:
     return _current
 
 
-def read() -> Any:
-    """`async with db.read() as session:` on the process's database."""
+def read() -> _ReadScope:
+    """`async with db.read() as unit:` on the process's database."""
     return current().read()
 
 
-def write() -> Any:
-    """`async with db.write() as session:` on the process's database."""
+def write() -> _WriteScope:
+    """`async with db.write() as unit:` on the process's database."""
     return current().write()
-
-
-T = TypeVar("T")
 
 
 def run_with(url: str, work: Callable[[Database], Awaitable[T]]) -> T:
     """Run `await work(database)` on a fresh Database for `url`, outside any event loop (the
-    CLI and the fixture loader); the engine is disposed afterwards."""
+    CLI and the fixture loader); the database is closed afterwards."""
 
     async def runner() -> T:
         database = Database(url)

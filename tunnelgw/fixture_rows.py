@@ -45,25 +45,27 @@ def phase1_rows(plan: Plan, account: str) -> Iterator[SQLModel]:
         data = plan.resolve(item.data)
         common = _described(item, data, account)
         if item.section == "tunnels":
-            yield Tunnel(**common)
+            yield Tunnel.new(**common)
         elif item.section == "tunnel_group_backends":
-            yield TunnelGroupBackend(**common, labels=data.get("labels", {}))
+            yield TunnelGroupBackend.new(**common, labels=data.get("labels", {}))
         elif item.section == "tls_certificates":
-            yield TlsCertificate(**common, **_certificate(data.get("certificate_pem", "")))
+            yield TlsCertificate.new(**common, **_certificate(data.get("certificate_pem", "")))
         elif item.section == "endpoint_configurations":
-            yield EndpointConfiguration(**common, type=data.get("type", "https"))
+            yield EndpointConfiguration.new(**common, type=data.get("type", "https"))
         elif item.section == "edges":
-            yield Edge(
+            yield Edge.new(
                 **common, kind=data["kind"], hostports=data.get("hostports", []), **_module(data)
             )
         elif item.section == "edge_routes":
-            yield EdgeRoute(**common, edge_id=data["edge_id"], match=data.get("match", "/"))
+            yield EdgeRoute.new(**common, edge_id=data["edge_id"], match=data.get("match", "/"))
         elif item.section == "reserved_addrs":
-            yield ReservedAddr(**common, addr=data["addr"], region=data.get("region", "us"))
+            yield ReservedAddr.new(**common, addr=data["addr"], region=data.get("region", "us"))
         elif item.section == "event_subscriptions":
-            yield EventSubscription(**common)
+            yield EventSubscription.new(**common)
             for event_type in data.get("sources", []):
-                yield EventSource(subscription_id=common["id"], type=event_type, account_id=account)
+                yield EventSource.new(
+                    subscription_id=common["id"], type=event_type, account_id=account
+                )
 
 
 def _certificate(pem: str) -> dict[str, Any]:
@@ -101,7 +103,7 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
         elif item.section == "application_users":
             provider = data.get("identity_provider", {})
             rows.append(
-                ApplicationUser(
+                ApplicationUser.new(
                     **base,
                     identity_provider_name=provider.get("name", ""),
                     identity_provider_url=provider.get("url", ""),
@@ -116,7 +118,7 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
         elif item.section == "application_sessions":
             endpoint = plan.fact(item.data["endpoint_id"])
             rows.append(
-                ApplicationSession(
+                ApplicationSession.new(
                     **base,
                     public_url=data.get("public_url", endpoint.public_url),
                     browser_session=browser_session(data.get("browser_session", {})),
@@ -134,7 +136,7 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
 def _endpoint(plan: Plan, item: Item, data: dict[str, Any], base: dict[str, Any]) -> Endpoint:
     serving = item.data.get("tunnel_id") or item.data.get("edge_id")
     assert isinstance(serving, str)
-    return Endpoint(
+    return Endpoint.new(
         **base,
         updated_at=base["created_at"],
         region=data.get("region", "us"),

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 from sqlalchemy import delete
 from sqlmodel import SQLModel, col, select
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models import (
     Account,
@@ -28,8 +27,8 @@ from models import (
     FixtureLoad,
     Principal,
 )
-from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, timefmt
-from tunnelgw.db import Database, run_with
+from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, records, timefmt
+from tunnelgw.db import Database, Unit, run_with
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.fixture_plan import Fact, Item, Plan
 from tunnelgw.fixture_schema import FixtureError, Issue
@@ -98,7 +97,7 @@ def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
     return run_with(settings.resolved_database_url(), work)
 
 
-async def default_account(session: AsyncSession) -> str | None:
+async def default_account(unit: Unit) -> str | None:
     """The oldest account that has an admin principal."""
     stmt = (
         select(Account.id)
@@ -107,16 +106,17 @@ async def default_account(session: AsyncSession) -> str | None:
         .order_by(col(Account.created_at), col(Account.id))
         .limit(1)
     )
-    return (await session.exec(stmt)).first()
+    found: str | None = (await unit.exec(stmt)).first()
+    return found
 
 
-async def _account(session: AsyncSession, account_id: str | None) -> str:
+async def _account(unit: Unit, account_id: str | None) -> str:
     if account_id is None:
-        found = await default_account(session)
+        found = await default_account(unit)
         if found is None:
             raise LookupError("no account with an admin principal; create one first")
         return found
-    if await session.get(Account, account_id) is None:
+    if await unit.get(Account, account_id) is None:
         raise LookupError(f"no account {account_id!r}")
     return account_id
 
@@ -126,33 +126,33 @@ async def _phase1(
 ) -> _Target:
     """Check the existing ids the file names, then write the directly referenced rows and
     the load record, in one unit; skipped when `once` and the file is recorded."""
-    async with database.write() as session:
-        account = await _account(session, account_id)
-        recorded = await session.get(FixtureLoad, (account, digest))
+    async with database.write() as unit:
+        account = await _account(unit, account_id)
+        recorded = await unit.get(FixtureLoad, (account, digest))
         if once and recorded is not None:
             return _Target(account, skipped=True)
-        plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(session, plan, account)
+        plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(unit, plan, account)
         if not plan.issues:
             fixture_plan.check_sessions(plan)
         if plan.issues:
             raise FixtureError(plan.issues)
         rows = list(fixture_rows.phase1_rows(plan, account))
         # Event sources after their subscriptions (no ORM relationship orders the inserts).
-        session.add_all([row for row in rows if not isinstance(row, EventSource)])
-        await session.flush()
-        session.add_all([row for row in rows if isinstance(row, EventSource)])
+        unit.add_all([row for row in rows if records.model_of(row) is not EventSource])
+        await unit.flush()
+        unit.add_all([row for row in rows if records.model_of(row) is EventSource])
         if recorded is None:
-            session.add(FixtureLoad(account_id=account, digest=digest))
+            unit.add(FixtureLoad.new(account_id=account, digest=digest))
         else:
             recorded.loaded_at = timefmt.utcnow()
         return _Target(account)
 
 
-async def _literal_facts(session: AsyncSession, plan: Plan, account: str) -> dict[str, Fact]:
+async def _literal_facts(unit: Unit, plan: Plan, account: str) -> dict[str, Fact]:
     facts: dict[str, Fact] = {}
     for literal in plan.literals:
         model = fixture_plan.KIND_MODELS[literal.kind]
-        row = await session.get(model, literal.value)
+        row = await unit.get(model, literal.value)
         if row is None or row.account_id != account:
             plan.add(literal.path, f"no {literal.kind} {literal.value!r} in account {account}")
             continue
@@ -165,9 +165,9 @@ async def _literal_facts(session: AsyncSession, plan: Plan, account: str) -> dic
     return facts
 
 
-async def _write(database: Database, rows: list[SQLModel]) -> None:
-    async with database.write() as session:
-        session.add_all(rows)
+async def _write(database: Database, rows: list[Any]) -> None:
+    async with database.write() as unit:
+        unit.add_all(rows)
 
 
 def _create_through_api(settings: Settings, plan: Plan, account: str) -> None:
@@ -184,22 +184,22 @@ def _create_through_api(settings: Settings, plan: Plan, account: str) -> None:
 
 
 async def _temporary_key(database: Database, account: str) -> tuple[str, str]:
-    async with database.write() as session:
+    async with database.write() as unit:
         stmt = (
             select(Principal)
             .where(Principal.account_id == account, col(Principal.is_admin))
             .order_by(col(Principal.created_at), col(Principal.id))
         )
-        admin = (await session.exec(stmt)).first()
+        admin = (await unit.exec(stmt)).first()
         if admin is None:
             raise LookupError(f"account {account} has no admin principal to create api items")
-        key, token = await accounts.issue_key(session, admin, description="fixture load")
+        key, token = await accounts.issue_key(unit, admin, description="fixture load")
         return key.id, token
 
 
 async def _delete_key(database: Database, key_id: str) -> None:
-    async with database.write() as session:
-        await session.exec(delete(ApiKey).where(col(ApiKey.id) == key_id))
+    async with database.write() as unit:
+        await unit.exec(delete(ApiKey).where(col(ApiKey.id) == key_id))
 
 
 @contextmanager
@@ -250,10 +250,10 @@ async def reset(database: Database, account_id: str) -> dict[str, int]:
         if "account_id" in table.c and table.name not in KEPT_TABLES
     ]
     counts: dict[str, int] = {}
-    async with database.write() as session:
-        if await session.get(Account, account_id) is None:
+    async with database.write() as unit:
+        if await unit.get(Account, account_id) is None:
             raise LookupError(f"no account {account_id!r}")
         for table in tables:
-            result = await session.exec(delete(table).where(table.c.account_id == account_id))
+            result = await unit.exec(delete(table).where(table.c.account_id == account_id))
             counts[table.name] = result.rowcount
     return counts

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +20,15 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
 
+from tunnelgw.db import Query, Unit
+
 LOCK_ID = 0x7475_6E6E  # "tunn": the advisory lock key of tunnelgw migrations
 
 
 def sync_url(url: str) -> str:
     """The same database with a synchronous driver (Alembic runs synchronously)."""
     parsed = make_url(url)
-    if parsed.drivername == "sqlite+aiosqlite":
+    if parsed.get_backend_name() == "sqlite":
         parsed = parsed.set(drivername="sqlite")
     return parsed.render_as_string(hide_password=False)
 
@@ -36,6 +39,7 @@ def _config() -> Config:
     return config
 
 
+@functools.cache
 def head() -> str | None:
     """The newest revision the code knows."""
     return ScriptDirectory.from_config(_config()).get_current_head()
@@ -44,6 +48,20 @@ def head() -> str | None:
 def current(connection: Connection) -> str | None:
     """The revision a database is at (None when never migrated)."""
     return MigrationContext.configure(connection).get_current_revision()
+
+
+_STORED_REVISION = Query(text("SELECT version_num FROM alembic_version"))
+
+
+async def stored_revision(unit: Unit) -> str | None:
+    """The revision a database is at, read through a unit of work (None: never migrated)."""
+    try:
+        row = (await unit.exec(_STORED_REVISION)).first()
+    except Exception as exc:  # no such table (SQLite's and PostgreSQL's own errors)
+        if "alembic_version" not in str(exc):
+            raise
+        return None
+    return None if row is None else str(row[0])
 
 
 @contextlib.contextmanager

@@ -79,6 +79,10 @@ class ErrorRenderer:
                 return methods
         return []
 
+    async def render(self, request: Any, exc: Exception) -> ConnexionResponse:
+        """Connexion's error handler (a coroutine function, so no thread hop per error)."""
+        return self(request, exc)
+
     def __call__(self, request: Any, exc: Exception) -> ConnexionResponse:
         error = to_api_error(exc, request.headers)
         op_id = operation_id(request.scope)

@@ -5,15 +5,16 @@ writing queries.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from sqlmodel import col, select
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import bindparam, select
 
 from models.base import AccountScoped
 from tunnelgw import auth, db, ids, urls
 from tunnelgw.auth import Caller
+from tunnelgw.db import Lock, Query, Unit
 from tunnelgw.errors import ApiError, Code
 
 R = TypeVar("R", bound=AccountScoped)
@@ -24,30 +25,23 @@ Body = dict[str, Any] | None
 MAX_LIMIT = 100
 
 
-# `with_for_update` of Session.get: True locks the row for this write unit (PostgreSQL;
-# SQLite's write unit is exclusive anyway), {"read": True} share-locks it.
-Lock = bool | dict[str, bool]
-
-
-async def _of_caller(
-    session: AsyncSession, model: type[R], caller: Caller, id_: str, lock: Lock
-) -> R | None:
-    row = await session.get(model, id_, with_for_update=lock or None)
+async def _of_caller(unit: Unit, model: type[R], caller: Caller, id_: str, lock: Lock) -> R | None:
+    row = await unit.get(model, id_, lock=lock)
     return row if row is not None and row.account_id == caller.account_id else None
 
 
 async def get_owned(
-    session: AsyncSession, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
+    unit: Unit, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
 ) -> R:
     """The row `id_` of the caller's account; ApiError(404) if absent or another account's."""
-    row = await _of_caller(session, model, caller, id_, lock)
+    row = await _of_caller(unit, model, caller, id_, lock)
     if row is None:
         raise ApiError(Code.NOT_FOUND, f"No {model.__name__} with id {id_!r}.", id=id_)
     return row
 
 
 async def get_reference(
-    session: AsyncSession,
+    unit: Unit,
     model: type[R],
     caller: Caller,
     id_: str,
@@ -57,7 +51,7 @@ async def get_reference(
 ) -> R:
     """The row `id_` named by the body field `field`; ApiError(404 ERR_REFERENCE_NOT_FOUND)
     if absent or another account's."""
-    row = await _of_caller(session, model, caller, id_, lock)
+    row = await _of_caller(unit, model, caller, id_, lock)
     if row is None:
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,
@@ -67,15 +61,19 @@ async def get_reference(
     return row
 
 
-async def taken(session: AsyncSession, column: Any, value: str) -> bool:
+async def taken(unit: Unit, column: Any, value: str) -> bool:
     """Whether a row of any account has `value` in the unique `column` (e.g. a domain)."""
-    stmt = select(column).where(column == value).limit(1)
-    return (await session.exec(stmt)).first() is not None
+    return (await unit.exec(_taken_query(column), {"value": value})).first() is not None
 
 
-async def delete_owned(session: AsyncSession, model: type[R], caller: Caller, id_: str) -> None:
+@functools.cache
+def _taken_query(column: Any) -> Query:
+    return Query(select(column).where(column == bindparam("value")).limit(1))
+
+
+async def delete_owned(unit: Unit, model: type[R], caller: Caller, id_: str) -> None:
     """Delete the row `id_` of the caller's account; ApiError(404) if there is none."""
-    await session.delete(await get_owned(session, model, caller, id_))
+    await unit.delete(await get_owned(unit, model, caller, id_))
 
 
 def apply_patch(row: Any, body: Mapping[str, Any], fields: Mapping[str, str]) -> None:
@@ -105,7 +103,7 @@ def cursor(prefix: str, before_id: str | None, before_id_alias: str | None) -> s
 
 
 async def page(
-    session: AsyncSession,
+    unit: Unit,
     model: type[R],
     caller: Caller,
     *,
@@ -120,12 +118,12 @@ async def page(
     `next_page_uri`. A well-formed cursor need not exist any more: paging goes on from its
     position when the row it names was deleted in between.
     """
-    rows, more = await page_rows(session, model, caller, limit, before_id, before_id_alias)
+    rows, more = await page_rows(unit, model, caller, limit, before_id, before_id_alias)
     return envelope(key, model.PATH, rows, limit, more=more)
 
 
 async def page_rows(
-    session: AsyncSession,
+    unit: Unit,
     model: type[R],
     caller: Caller,
     limit: int,
@@ -135,10 +133,14 @@ async def page_rows(
     """The rows of one page (see `page`) and whether more follow, for handlers that bring
     rows up to date before rendering them with `envelope`."""
     start = cursor(model.PREFIX, before_id, before_id_alias)
-    stmt = select(model).where(model.account_id == caller.account_id)
-    if start is not None:
-        stmt = stmt.where(col(model.id) < start)
-    rows = list((await session.exec(stmt.order_by(col(model.id).desc()).limit(limit + 1))).all())
+    mark = unit.mark
+    if start is None:
+        condition, args = f'"account_id" = {mark}', [caller.account_id, limit + 1]
+    else:
+        condition = f'"account_id" = {mark} AND "id" < {mark}'
+        args = [caller.account_id, start, limit + 1]
+    # Keyset paging on the (account_id, id) index.
+    rows = await unit.select(model, f'{condition} ORDER BY "id" DESC LIMIT {mark}', args)
     return rows[:limit], len(rows) > limit
 
 
@@ -155,17 +157,17 @@ def envelope(
 
 async def read_one(model: type[R], id_: str) -> dict[str, Any]:
     """GET: the caller's row `id_` in its API shape (404 if it is not the caller's)."""
-    async with db.read() as session:
-        return (await get_owned(session, model, auth.caller(), id_)).to_api()
+    async with db.read() as unit:
+        return (await get_owned(unit, model, auth.caller(), id_)).to_api()
 
 
 async def read_page(
     model: type[R], key: str, limit: int, before_id: str | None, before_id_alias: str | None
 ) -> dict[str, Any]:
     """LIST: one page of the caller's rows in the list envelope named `key`."""
-    async with db.read() as session:
+    async with db.read() as unit:
         return await page(
-            session,
+            unit,
             model,
             auth.caller(),
             key=key,
@@ -177,8 +179,8 @@ async def read_page(
 
 async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:
     """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape."""
-    async with db.write() as session:
-        row = await get_owned(session, model, auth.caller(), id_)
+    async with db.write() as unit:
+        row = await get_owned(unit, model, auth.caller(), id_)
         change(row)
     return row.to_api()
 
@@ -190,6 +192,6 @@ async def update_described(model: type[R], id_: str, body: Body) -> dict[str, An
 
 async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
     """DELETE: remove the caller's row `id_`; the empty 204 response."""
-    async with db.write() as session:
-        await delete_owned(session, model, auth.caller(), id_)
+    async with db.write() as unit:
+        await delete_owned(unit, model, auth.caller(), id_)
     return None, 204

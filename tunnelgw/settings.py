@@ -57,27 +57,30 @@ class Settings(BaseSettings):
         return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
 
     def resolved_database_url(self) -> str:
-        """The async SQLAlchemy URL: the configured one, or SQLite in the data directory."""
+        """The database URL: the configured one, or SQLite in the data directory."""
         url = self.database_url or f"sqlite:///{(self.data_dir / 'tunnelgw.db').resolve()}"
-        return async_url(url)
+        return normal_url(url)
 
     def resolved_public_url(self) -> str | None:
         """The public base URL without a trailing slash, or None to use the request's."""
         return self.public_url.rstrip("/") if self.public_url else None
 
 
-_ASYNC_DRIVERS = {
-    "sqlite": "sqlite+aiosqlite",
+# The drivers we ship: stdlib sqlite3 and psycopg 3 (older URLs naming others still work).
+_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite",
+    "sqlite+pysqlite": "sqlite",
     "postgresql": "postgresql+psycopg",
     "postgres": "postgresql+psycopg",
     "postgresql+psycopg2": "postgresql+psycopg",
+    "postgresql+asyncpg": "postgresql+psycopg",
 }
 
 
-def async_url(url: str) -> str:
-    """Map a plain SQLAlchemy URL to the async driver we ship (`sqlite://` -> aiosqlite)."""
+def normal_url(url: str) -> str:
+    """`url` naming the driver we ship (`postgresql://` -> `postgresql+psycopg://`)."""
     scheme, sep, rest = url.partition("://")
-    return f"{_ASYNC_DRIVERS.get(scheme, scheme)}{sep}{rest}"
+    return f"{_DRIVERS.get(scheme, scheme)}{sep}{rest}"
 
 
 _current: Settings | None = None

@@ -1,14 +1,14 @@
-"""Request validation plugged into Connexion: a strict JSON parser, catalog error codes, and
-byte limits declared in the spec.
+"""Request validation pieces used by tunnelgw.pipeline: a strict JSON parser, catalog error
+codes, and byte limits declared in the spec.
 
 - JSON: UTF-8 only, no duplicate keys, no NaN/Infinity, no NUL characters or lone surrogates
   in strings (PostgreSQL cannot store them), bounded nesting.
 - Schema errors map to catalog codes with `details.field` / `details.param`.
 - `x-max-bytes: N` on a string property limits its UTF-8 length (the API document's limits
   are in bytes; JSON Schema's `maxLength` counts characters).
-- Validators are compiled once per schema, not once per request (Connexion builds new ones
-  for every request); responses are checked with jsonschema-rs on the spec's schemas
-  converted from OpenAPI 3.0 (`nullable`) to plain JSON Schema.
+- Validators are compiled once per schema (tunnelgw.pipeline uses jsonschema-rs on the spec's
+  schemas converted from OpenAPI 3.0 `nullable` to plain JSON Schema; Python jsonschema
+  only explains an invalid body).
 """
 
 from __future__ import annotations
@@ -16,24 +16,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import AsyncGenerator
 from typing import Any
 
-import jsonschema_rs
-import orjson
-from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import NonConformingResponseBody
 from connexion.json_schema import Draft4RequestValidator
-from connexion.utils import is_null, is_nullable
-from connexion.validators import (
-    VALIDATOR_MAP,
-    AbstractResponseBodyValidator,
-    JSONRequestBodyValidator,
-    ParameterValidator,
-)
 from jsonschema import Draft4Validator
-from jsonschema.exceptions import ValidationError, best_match
-from starlette.types import Scope
+from jsonschema.exceptions import ValidationError
 
 from tunnelgw.errors import ApiError, Code
 
@@ -180,74 +168,6 @@ def _pattern(regex: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
-class StrictJSONBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
-    """Connexion's JSON body validator with our parser, codes and byte limits."""
-
-    async def _parse(self, stream: AsyncGenerator[bytes, None], scope: Scope) -> Any:
-        raw = b"".join([chunk async for chunk in stream])
-        if not raw:
-            return None  # no body: the operation's defaults apply
-        body = loads_strict(raw)
-        if body is None:
-            raise ApiError(Code.INVALID_BODY, "The request body must be a JSON object, not null.")
-        return body
-
-    def _validate(self, body: Any) -> None:
-        if body is None:
-            if self._required:
-                raise ApiError(Code.INVALID_BODY, "This operation needs a JSON object body.")
-            return
-        error = best_match(_validator_for(self._schema).iter_errors(body))
-        if error is not None:
-            raise schema_error(error)
-        check_extensions(self._schema, body)
-
-
-class StrictParameterValidator(ParameterValidator):  # type: ignore[misc]
-    """Connexion's parameter validator, raising catalog errors that name the parameter."""
-
-    @staticmethod
-    def validate_parameter(
-        parameter_type: str, value: Any, param: dict[str, Any], param_name: str | None = None
-    ) -> str | None:
-        """The first error of one parameter value, or None; validators compiled once."""
-        if is_nullable(param) and is_null(value):
-            return None
-        if value is None:
-            required = param.get("required")
-            return f"Missing {parameter_type} parameter '{param['name']}'" if required else None
-        error = next(
-            iter(_param_validator_for(param.get("schema", param)).iter_errors(value)), None
-        )
-        return None if error is None else str(error.message)
-
-    def validate_request(self, request: Any) -> None:
-        checks = (
-            ("query", self.validate_query_parameter),
-            ("path", self.validate_path_parameter),
-            ("header", self.validate_header_parameter),
-        )
-        for location, check in checks:
-            for param in self.parameters.get(location, []):
-                error = check(param, request)
-                if error:
-                    code = (
-                        Code.MISSING_PARAMETER
-                        if error.startswith("Missing")
-                        else Code.INVALID_PARAMETER
-                    )
-                    first_line = error.splitlines()[0]
-                    raise ApiError(code, f"{param['name']}: {first_line}", param=param["name"])
-
-
-def _param_validator_for(schema: dict[str, Any]) -> Any:
-    entry = _compiled.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = (schema, Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER))
-        _compiled[id(schema)] = entry
-    return entry[1]
-
-
 # OpenAPI-only keywords, dropped when a schema becomes plain JSON Schema.
 _OAS_ONLY = {
     "nullable",
@@ -258,6 +178,7 @@ _OAS_ONLY = {
     "xml",
     "externalDocs",
     "deprecated",
+    "components",  # Connexion attaches the components to operation schemas (already resolved)
 }
 _SCHEMA_MAPS = {"properties", "patternProperties", "definitions"}
 
@@ -285,38 +206,12 @@ def to_json_schema(node: Any) -> Any:
     return out
 
 
-_response_validators: dict[int, tuple[dict[str, Any], Any]] = {}
+def request_validator(schema: dict[str, Any]) -> Any:
+    """The Python jsonschema validator of a request body schema (made once per schema), for
+    the most helpful error of an invalid body."""
+    return _validator_for(schema)
 
 
-def _response_validator_for(schema: dict[str, Any]) -> Any:
-    entry = _response_validators.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        compiled = jsonschema_rs.Draft4Validator(to_json_schema(schema), validate_formats=True)
-        entry = (schema, compiled)
-        _response_validators[id(schema)] = entry
-    return entry[1]
-
-
-class FastJSONResponseBodyValidator(AbstractResponseBodyValidator):  # type: ignore[misc]
-    """Response bodies checked against the spec with a compiled jsonschema-rs validator."""
-
-    def _parse(self, stream: Any) -> Any:
-        raw = b"".join(stream)
-        return orjson.loads(raw) if raw else None
-
-    def _validate(self, body: Any) -> None:
-        error = next(iter(_response_validator_for(self._schema).iter_errors(body)), None)
-        if error is not None:
-            path = "/".join(str(part) for part in error.instance_path)
-            raise NonConformingResponseBody(
-                detail=f"Response body does not conform to the spec at /{path}: {error.message}"
-            )
-
-
-def validator_map() -> dict[str, Any]:
-    """The `validator_map` for Connexion (the body map must stay a MediaTypeDict)."""
-    body = MediaTypeDict(VALIDATOR_MAP["body"])
-    body["*/*json"] = StrictJSONBodyValidator
-    response = MediaTypeDict(VALIDATOR_MAP["response"])
-    response["*/*json"] = FastJSONResponseBodyValidator
-    return {"body": body, "parameter": StrictParameterValidator, "response": response}
+def nonconforming(detail: str) -> NonConformingResponseBody:
+    """The error of a handler result that does not match its response schema (a bug: 500)."""
+    return NonConformingResponseBody(detail=f"Response body does not conform to the spec {detail}")

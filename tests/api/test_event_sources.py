@@ -179,7 +179,9 @@ def test_accounts_are_isolated(admin, other, esb):
 
 
 def test_list_takes_no_paging_parameters(admin, esb):
-    # Undeclared query parameters are ignored, as on every operation; the list is complete.
+    # Undeclared query parameters are refused, as on every operation; the list is complete.
     admin.post(esb, json={"type": "api_key_created.v0"})
-    listed = admin.get(esb, params={"limit": 1, "before_id": "x"}).json()
+    body = assert_error(admin.get(esb, params={"limit": 1}), 400, "ERR_INVALID_PARAMETER")
+    assert body["details"]["param"] == "limit"
+    listed = admin.get(esb).json()
     assert [s["type"] for s in listed["sources"]] == ["api_key_created.v0"]

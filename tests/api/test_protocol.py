@@ -198,3 +198,29 @@ def test_access_log_names_the_operation_with_a_bare_asgi_scope(admin, factory, c
     admin.validator.check(response)
     line = next(r for r in caplog.records if r.name == "tunnelgw.access")
     assert line.spec_operation == "handlers.api_keys.list"
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ("bogus=1", "bogus"),  # undeclared: refused, never ignored
+        ("limit=5&limit=6", "limit"),  # not an array, given twice
+        ("limit=%C2%853", "limit"),  # U+0085 then 3: int() would read 3
+        ("limit=%D9%A3", "limit"),  # ARABIC-INDIC DIGIT THREE
+        ("limit=+3", "limit"),
+        ("limit=1e2", "limit"),
+        ("limit=" + "9" * 40, "limit"),
+        ("limit=0", "limit"),
+        ("before_id=ak_short", "before_id"),
+    ],
+)
+def test_query_parameters_are_strict(admin, query, param):
+    body = assert_error(admin.get(f"/api_keys?{query}"), 400, "ERR_INVALID_PARAMETER")
+    assert body["details"]["param"] == param
+
+
+def test_path_parameters_are_validated_before_the_handler(admin):
+    body = assert_error(
+        admin.get("/event_subscriptions/nope/sources"), 400, "ERR_INVALID_PARAMETER"
+    )
+    assert body["details"]["param"] == "subscription_id"

@@ -305,7 +305,7 @@ def test_list_pages(admin, ca, tmp_path):
 
 
 def test_a_key_wrapped_under_another_kek_is_a_server_error():
-    ca = SshCertificateAuthority(
+    ca = SshCertificateAuthority.new(
         id="sshca_2pQcH4mZc6pNfXb8RhT0uKvAe2D",
         account_id="acct_x",
         public_key="",

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 from models import (
     ApplicationSession,
@@ -26,6 +25,7 @@ from models import (
     TunnelGroupBackend,
 )
 from tunnelgw import ids
+from tunnelgw.db import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
 # (`path.<name>`, `body.<field>`).
@@ -38,7 +38,7 @@ SEEDED_TYPES = [
 
 
 def _endpoint(account_id: str) -> Endpoint:
-    return Endpoint(
+    return Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         account_id=account_id,
         proto="https",
@@ -50,8 +50,8 @@ def _endpoint(account_id: str) -> Endpoint:
 
 
 def _user_with_session(account_id: str) -> tuple[ApplicationUser, ApplicationSession]:
-    user = ApplicationUser(id=ids.new_id(ApplicationUser.PREFIX), account_id=account_id)
-    session = ApplicationSession(
+    user = ApplicationUser.new(id=ids.new_id(ApplicationUser.PREFIX), account_id=account_id)
+    session = ApplicationSession.new(
         id=ids.new_id(ApplicationSession.PREFIX),
         account_id=account_id,
         application_user_id=user.id,
@@ -62,18 +62,22 @@ def _user_with_session(account_id: str) -> tuple[ApplicationUser, ApplicationSes
     return user, session
 
 
-async def seed(session: AsyncSession, account_id: str) -> Entries:
+async def seed(session: Unit, account_id: str) -> Entries:
     """Insert the rows; which operations must use which of them."""
     endpoint = _endpoint(account_id)
     users = [_user_with_session(account_id) for _ in range(4)]
-    subscription = EventSubscription(id=ids.new_id(EventSubscription.PREFIX), account_id=account_id)
-    edge = Edge(id=ids.new_id("edgtls"), account_id=account_id, kind="tls")
-    backend = TunnelGroupBackend(id=ids.new_id(TunnelGroupBackend.PREFIX), account_id=account_id)
+    subscription = EventSubscription.new(
+        id=ids.new_id(EventSubscription.PREFIX), account_id=account_id
+    )
+    edge = Edge.new(id=ids.new_id("edgtls"), account_id=account_id, kind="tls")
+    backend = TunnelGroupBackend.new(
+        id=ids.new_id(TunnelGroupBackend.PREFIX), account_id=account_id
+    )
     rows = [endpoint, *(row for pair in users for row in pair), subscription, edge, backend]
     session.add_all(rows)
     await session.flush()
     session.add_all(
-        EventSource(subscription_id=subscription.id, type=type_, account_id=account_id)
+        EventSource.new(subscription_id=subscription.id, type=type_, account_id=account_id)
         for type_ in SEEDED_TYPES
     )
     return [

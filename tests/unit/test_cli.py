@@ -48,7 +48,7 @@ def test_account_principal_and_key(data_dir, capsys):
     assert key["owner_id"] == bot["id"]
 
     async def stored() -> tuple[list, list]:
-        database = Database(f"sqlite+aiosqlite:///{data_dir / 'tunnelgw.db'}")
+        database = Database(f"sqlite:///{data_dir / 'tunnelgw.db'}")
         async with database.read() as session:
             keys = list((await session.exec(select(ApiKey))).all())
             principals = list((await session.exec(select(Principal))).all())
@@ -76,7 +76,7 @@ def test_bootstrap_only_on_an_empty_database(tmp_path):
     migrate.upgrade(f"sqlite:///{tmp_path / 'b.db'}")
 
     async def scenario() -> tuple:
-        database = Database(f"sqlite+aiosqlite:///{tmp_path / 'b.db'}")
+        database = Database(f"sqlite:///{tmp_path / 'b.db'}")
         async with database.write() as session:
             first = await accounts.bootstrap(session, token="fixed-token")
         async with database.write() as session:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import select
 
 from models import Account
@@ -12,12 +14,11 @@ from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per 
 from tunnelgw import migrate
 from tunnelgw.db import Database
 from tunnelgw.errors import ApiError, Code
-from tunnelgw.settings import async_url
 
 
 def _run(url_: str, scenario) -> object:
     async def main() -> object:
-        database = Database(async_url(url_))
+        database = Database(url_)
         try:
             return await scenario(database)
         finally:
@@ -30,20 +31,20 @@ def test_constraint_violation_is_a_conflict_and_writes_nothing(url):  # noqa: F8
     migrate.upgrade(url)
 
     async def add(database: Database, *accounts: Account) -> None:
-        async with database.write() as session:
-            session.add_all(accounts)
+        async with database.write() as unit:
+            unit.add_all(accounts)
 
     async def scenario(database: Database) -> list[str]:
-        await add(database, Account(id="acct_dup", name="first"))
+        await add(database, Account.new(id="acct_dup", name="first"))
         with pytest.raises(ApiError) as info:
             await add(
                 database,
-                Account(id="acct_other", name="written?"),
-                Account(id="acct_dup", name="second"),
+                Account.new(id="acct_other", name="written?"),
+                Account.new(id="acct_dup", name="second"),
             )
         assert info.value.code is Code.CONFLICT
-        async with database.read() as session:
-            return sorted((await session.exec(select(Account.name))).all())
+        async with database.read() as unit:
+            return sorted((await unit.exec(select(Account.name))).all())
 
     assert _run(url, scenario) == ["first"]
 
@@ -52,15 +53,87 @@ def test_an_exception_in_the_block_rolls_back(url):  # noqa: F811
     migrate.upgrade(url)
 
     async def failing_handler(database: Database) -> None:
-        async with database.write() as session:
-            session.add(Account(id="acct_rolled_back"))
-            await session.flush()
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_rolled_back"))
+            await unit.flush()
             raise RuntimeError("handler failed")
 
     async def scenario(database: Database) -> int:
         with pytest.raises(RuntimeError, match="handler failed"):
             await failing_handler(database)
-        async with database.read() as session:
-            return len((await session.exec(select(Account))).all())
+        async with database.read() as unit:
+            return len((await unit.exec(select(Account))).all())
 
     assert _run(url, scenario) == 0
+
+
+def test_write_units_save_changed_columns_and_reads_see_them(url):  # noqa: F811
+    migrate.upgrade(url)
+
+    async def scenario(database: Database) -> tuple[str, str, list[str]]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_a", name="before"))
+            unit.add(Account.new(id="acct_b", name="untouched"))
+        async with database.write() as unit:
+            row = await unit.get(Account, "acct_a", lock=True)
+            assert row is not None
+            row.name = "after"
+            # A row loaded twice in one write unit is the same object.
+            assert await unit.get(Account, "acct_a") is row
+        async with database.read() as unit:
+            a = await unit.get(Account, "acct_a")
+            b = await unit.get(Account, "acct_b")
+            names = (await unit.exec(select(Account.name).order_by(Account.name))).all()
+            missing = await unit.get(Account, "acct_missing")
+        assert a is not None
+        assert b is not None
+        assert missing is None
+        return a.name, b.name, names
+
+    assert _run(url, scenario) == ("after", "untouched", ["after", "untouched"])
+
+
+def test_queries_compile_once_and_shape_their_rows(url):  # noqa: F811
+    from sqlalchemy import bindparam, delete
+    from sqlmodel import col
+
+    from models import Principal
+    from tunnelgw.db import Query
+
+    migrate.upgrade(url)
+    joined = Query(
+        select(Principal, Account)
+        .join(Account, col(Account.id) == col(Principal.account_id))
+        .where(col(Principal.kind) == bindparam("kind"))
+    )
+    names = Query(select(Account.name).where(col(Account.id) == bindparam("id")))
+
+    async def scenario(database: Database) -> tuple[object, ...]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_q", name="q"))
+            await unit.flush()
+            unit.add(Principal.new(id="usr_q", account_id="acct_q", kind="user", is_admin=True))
+        async with database.read() as unit:
+            (principal, account), *more = (await unit.exec(joined, {"kind": "user"})).all()
+            name = (await unit.exec(names, {"id": "acct_q"})).one()
+            with pytest.raises(RuntimeError, match="read unit"):
+                unit.add(Account.new(id="acct_r"))
+        async with database.write() as unit:
+            gone = await unit.exec(delete(Principal).where(col(Principal.id) == "usr_q"))
+        return principal.is_admin, account.name, more, name, gone.rowcount, joined._plans.keys()
+
+    admin, account_name, more, name, deleted, dialects = _run(url, scenario)
+    assert (admin, account_name, more, name, deleted) == (True, "q", [], "q", 1)
+    assert len(list(dialects)) == 1
+
+
+def test_sqlite_reads_cannot_write(tmp_path):
+    path = f"sqlite:///{tmp_path / 'ro.db'}"
+    migrate.upgrade(path)
+
+    async def scenario(database: Database) -> None:
+        async with database.read() as unit:
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                await unit.exec(text("DELETE FROM account"))
+
+    _run(path, scenario)

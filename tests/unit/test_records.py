@@ -1,0 +1,131 @@
+"""Records: plain rows carrying their model's behaviour, the values each driver gets, and the
+generated per-table SQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlmodel import SQLModel
+
+from models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
+from tunnelgw import records, timefmt
+from tunnelgw.records import Record
+
+
+def test_a_record_has_the_columns_and_the_behaviour_of_its_model():
+    row = HttpResponseBackend.new(id="bkdhr_x", account_id="acct_x", body="hi")
+    assert isinstance(row, Record)
+    assert not isinstance(row, SQLModel)  # no ORM instrumentation at run time
+    assert (row.PREFIX, row.PATH) == ("bkdhr", "/backends/http_response")
+    assert row.to_api()["body"] == "hi"
+    assert row.to_api()["uri"].endswith("/backends/http_response/bkdhr_x")
+    # A subclass's override wins over its base's (Edge.uri names the edge kind).
+    edge = Edge.new(id="edgtls_x", account_id="acct_x", kind="tls")
+    assert edge.uri.endswith("/edges/tls/edgtls_x")
+    assert records.model_of(edge) is Edge
+
+
+def test_new_applies_defaults_and_refuses_unknown_or_missing_columns():
+    first = SshUserCertificate.new(
+        id="sucrt_a",
+        account_id="acct_x",
+        ssh_certificate_authority_id="sshca_a",
+        public_key="k",
+        key_type="ed25519",
+        valid_after=datetime(2026, 1, 1, tzinfo=UTC),
+        valid_until=datetime(2026, 1, 2, tzinfo=UTC),
+        certificate="c",
+    )
+    assert (first.principals, first.extensions, first.description) == ([], {}, "")
+    assert first.created_at.tzinfo is UTC
+    second = HttpResponseBackend.new(id="bkdhr_y", account_id="acct_x")
+    assert (second.status_code, second.headers) == (200, None)
+    # Mutable defaults are fresh per row.
+    assert Principal.new(id="usr_a", account_id="acct_x", kind="user").is_admin is False
+    with pytest.raises(TypeError, match="no column 'nope'"):
+        HttpResponseBackend.new(id="bkdhr_z", account_id="acct_x", nope=1)
+    with pytest.raises(TypeError, match="needs a value for 'kind'"):
+        Principal.new(id="usr_b", account_id="acct_x")
+
+
+def test_equality_values_and_primary_keys():
+    a = EventSource.new(subscription_id="esb_a", type="t.v0", account_id="acct_x")
+    b = EventSource.new(subscription_id="esb_a", type="t.v0", account_id="acct_x")
+    b.created_at = a.created_at
+    assert a == b
+    b.account_id = "acct_y"
+    assert a != b
+    assert records.primary_key(a) == ("esb_a", "t.v0")
+    assert records.as_dict(a)["type"] == "t.v0"
+    with pytest.raises(TypeError):
+        hash(a)  # rows are mutable
+
+
+def test_methods_using_super_are_refused():
+    class Base:
+        def f(self) -> int:
+            return 1
+
+    class Child(Base):
+        def f(self) -> int:
+            return super().f() + 1
+
+    with pytest.raises(TypeError, match="super"):
+        records._check_copyable(Child, "f", vars(Child)["f"])
+
+
+def test_sqlite_timestamps_round_trip_in_sqlalchemys_format():
+    when = datetime(2026, 11, 21, 10, 11, 14, 500, tzinfo=UTC)
+    text = records.sqlite_time_text(when)
+    assert text == "2026-11-21 10:11:14.000500"
+    assert records.sqlite_time_text(when.astimezone(timezone_plus_2())) == text
+    read = timefmt.Instant.from_stored(text)
+    assert read == when.replace(microsecond=0)
+    assert read.tzinfo is UTC
+    assert timefmt.rfc3339(read) == "2026-11-21T10:11:14Z"
+    # Arithmetic on a read timestamp is formatted from its value, not the stored text.
+    assert timefmt.rfc3339(read + timedelta(days=1)) == "2026-11-22T10:11:14Z"
+    assert timefmt.rfc3339(timefmt.Instant.from_stored("0999-01-02 03:04:05")) == (
+        "0999-01-02T03:04:05Z"
+    )
+
+
+def timezone_plus_2():  # type: ignore[no-untyped-def]
+    from datetime import timezone
+
+    return timezone(timedelta(hours=2))
+
+
+def test_values_for_each_driver():
+    assert records.encode_sqlite({"a": [1, "x"]}) == '{"a":[1,"x"]}'
+    assert records.encode_sqlite(["x"]) == '["x"]'
+    assert records.encode_sqlite(True) is True
+    assert records.encode_pg({"a": 1}).obj == {"a": 1}
+    naive = datetime(2026, 1, 1)
+    assert records.encode_pg(naive).tzinfo is UTC
+
+
+def test_loader_decodes_each_kind_and_keeps_nulls():
+    load = records.loader(
+        records.record_class(Edge),
+        ["id", "hostports", "backend_enabled", "created_at"],
+        ["", "json", "bool", "time"],
+        records.SQLITE_DECODERS,
+    )
+    row = load(("edgtls_x", '["a:1"]', 1, "2026-01-01 00:00:00.000000"))
+    assert (row.id, row.hostports, row.backend_enabled) == ("edgtls_x", ["a:1"], True)
+    assert timefmt.rfc3339(row.created_at) == "2026-01-01T00:00:00Z"
+    empty = load(("edgtls_y", None, None, None))
+    assert (empty.hostports, empty.backend_enabled, empty.created_at) == (None, None, None)
+
+
+def test_generated_sql_quotes_identifiers_and_uses_the_dialects_placeholder():
+    sqlite = records.table_sql(EventSource, "sqlite")
+    assert sqlite.by_pk.endswith('WHERE "subscription_id" = ? AND "type" = ?')
+    assert sqlite.insert.startswith('INSERT INTO "event_source" (')
+    pg = records.table_sql(HttpResponseBackend, "postgresql")
+    assert pg.delete == 'DELETE FROM "http_response_backend" WHERE "id" = %s'
+    assert pg.update(("meta", "body")) == (
+        'UPDATE "http_response_backend" SET "metadata" = %s, "body" = %s WHERE "id" = %s'
+    )

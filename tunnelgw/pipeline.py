@@ -1,0 +1,421 @@
+"""The per-operation pipeline: security, request validation, the handler and response
+validation of every spec operation, in one layer built once per operation at start-up.
+
+`OperationMiddleware` sits in Connexion's middleware list after Connexion's RoutingMiddleware
+(which routes each request to its operationId) and is itself a Connexion `RoutedMiddleware`:
+Connexion parses the spec, resolves every operationId to its handler (RelativeResolver) and
+hands each parsed operation to `Operation`. The layer does what Connexion's Security,
+RequestValidation, ResponseValidation and Context middlewares and the AsyncApp's parameter
+and response decorators do, against the same `openapi.yaml`, but everything that does not
+depend on the request is made once: the security check, the parameter plan with compiled
+validators, the body validators, the handler's argument names, and one compiled response
+validator per status. Connexion's stock layers rebuild most of that on every request and
+routed the request once per layer; together they cost more than the whole request does now
+(bench/README.md).
+
+Order of checks, each failing with the catalog error: body size (413), version header (400),
+credentials (401), parameters (400), content type (415), body (400); then the handler, whose
+result must match the operation's response schema for its status (else a logged 500).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import jsonschema_rs
+import orjson
+from connexion.middleware.abstract import RoutedAPI, RoutedMiddleware
+from connexion.operations import AbstractOperation
+from connexion.utils import get_function_from_name
+from jsonschema.exceptions import best_match
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tunnelgw import validation
+from tunnelgw.errors import ApiError, Code
+
+VERSION_HEADER = "Service-Version"
+SUPPORTED_VERSION = "2"
+JSON = "application/json"
+_INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only (int() takes far more)
+_MISSING = object()
+
+# The token info of the current request's caller (set by the security step).
+token_info: ContextVar[dict[str, Any] | None] = ContextVar("tunnelgw_token_info", default=None)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter, with what validating and passing it needs."""
+
+    name: str
+    location: str  # query or path (the one header, the version, is checked on its own)
+    required: bool
+    default: Any
+    kind: str  # the schema's type: integer, string, array, ...
+    item_kind: str
+    explode: bool
+    validator: Any  # compiled jsonschema-rs validator
+    argument: bool  # the handler takes it
+
+    def coerce(self, raw: str) -> Any:
+        kind = self.item_kind if self.kind == "array" else self.kind
+        if kind == "integer":
+            if not _INTEGER.fullmatch(raw):
+                raise _invalid(self, f"{raw[:32]!r} is not an integer (ASCII digits).")
+            return int(raw)
+        return raw
+
+    def check(self, value: Any) -> None:
+        error = next(iter(self.validator.iter_errors(value)), None)
+        if error is not None:
+            raise _invalid(self, str(error.message))
+
+
+def _invalid(param: Param, message: str) -> ApiError:
+    return ApiError(Code.INVALID_PARAMETER, f"{param.name}: {message}", param=param.name)
+
+
+_KINDS = {"string", "integer", "array"}
+
+
+def _param(spec: dict[str, Any], arguments: set[str], has_kwargs: bool) -> Param:
+    schema = spec.get("schema", {})
+    kind = schema.get("type", "string")
+    if spec["in"] not in ("query", "path") or kind not in _KINDS:
+        raise NotImplementedError(f"parameter {spec['name']!r}: {spec['in']} {kind} unsupported")
+    return Param(
+        name=spec["name"],
+        location=spec["in"],
+        required=bool(spec.get("required")),
+        default=schema.get("default", _MISSING),
+        kind=kind,
+        item_kind=schema.get("items", {}).get("type", "string") if kind == "array" else kind,
+        explode=spec.get("explode", spec.get("style", "form") == "form"),
+        validator=jsonschema_rs.Draft4Validator(validation.to_json_schema(schema)),
+        argument=has_kwargs or spec["name"] in arguments,
+    )
+
+
+class Operation:
+    """One spec operation, ready to serve (see the module docstring)."""
+
+    def __init__(
+        self,
+        operation: AbstractOperation,
+        *,
+        validate_responses: bool,
+        max_body_bytes: int,
+        version_headers: tuple[str, ...],
+    ) -> None:
+        self.operation_id = operation.operation_id
+        self.handler = operation.function
+        signature = inspect.signature(self.handler)
+        arguments = set(signature.parameters)
+        has_kwargs = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        specs = [p for p in operation.parameters if p["name"] != VERSION_HEADER]
+        self.params = {p["name"]: _param(p, arguments, has_kwargs) for p in specs}
+        self.query = {n: p for n, p in self.params.items() if p.location == "query"}
+        self.path = [p for p in self.params.values() if p.location == "path"]
+        versioned = any(p["name"] == VERSION_HEADER for p in operation.parameters)
+        self.version_headers = tuple(h.lower().encode("latin-1") for h in version_headers)
+        self.versioned = versioned
+        self.authenticate = _security(operation)
+        self.max_body_bytes = max_body_bytes
+        self.body = _Body(operation) if operation.request_body else None
+        self.takes_body = self.body is not None and (has_kwargs or "body" in arguments)
+        self.responses = _Responses(operation) if validate_responses else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        length = _header(headers, b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            raise body_too_large(self.max_body_bytes)
+        if self.versioned:
+            _check_version(headers, self.version_headers)
+        if self.authenticate is not None:
+            token_info.set(await self.authenticate(headers))
+        kwargs = self._arguments(scope)
+        if self.body is not None:
+            body = await self.body.read(scope, headers, receive, self.max_body_bytes)
+            if self.takes_body:
+                kwargs["body"] = body
+        result = await self.handler(**kwargs)
+        await self._respond(result, send)
+
+    def _arguments(self, scope: Scope) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        path_values = scope.get("path_params", {})
+        for param in self.path:
+            value = param.coerce(str(path_values.get(param.name, "")))
+            param.check(value)
+            if param.argument:
+                kwargs[param.name] = value
+        query_string = scope.get("query_string", b"")
+        given = self._query(query_string) if query_string else {}
+        for name, param in self.query.items():
+            values = given.get(name)
+            if values is None:
+                if param.required:
+                    raise ApiError(Code.MISSING_PARAMETER, f"{name} is required.", param=param.name)
+                if param.default is not _MISSING and param.argument:
+                    kwargs[name] = param.default
+                continue
+            value = self._query_value(param, values)
+            param.check(value)
+            if param.argument:
+                kwargs[name] = value
+        return kwargs
+
+    def _query(self, query_string: bytes) -> dict[str, list[str]]:
+        given: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            if name not in self.query:
+                raise ApiError(
+                    Code.INVALID_PARAMETER,
+                    f"Unknown query parameter {name[:64]!r}; this operation takes "
+                    f"{', '.join(sorted(self.query)) or 'none'}.",
+                    param=name[:64],
+                )
+            given.setdefault(name, []).append(value)
+        return given
+
+    @staticmethod
+    def _query_value(param: Param, values: list[str]) -> Any:
+        if param.kind == "array":
+            parts = values if param.explode else [p for v in values for p in v.split(",")]
+            return [param.coerce(part) for part in parts]
+        if len(values) > 1:
+            raise _invalid(param, "given more than once.")
+        return param.coerce(values[0])
+
+    async def _respond(self, result: Any, send: Send) -> None:
+        status = 200
+        if isinstance(result, tuple):
+            result, status = result
+        if hasattr(result, "status_code") and hasattr(result, "body"):  # a ready response
+            await _send(send, result.status_code, result.body, result.content_type)
+            return
+        if self.responses is not None:
+            self.responses.check(status, result)
+        if result is None:
+            await _send(send, status, b"", None)
+            return
+        await _send(send, status, orjson.dumps(result), JSON)
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: str | None) -> None:
+    headers = [(b"content-length", str(len(body)).encode())]
+    if content_type is not None:
+        headers.append((b"content-type", content_type.encode("latin-1")))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _check_version(headers: list[tuple[bytes, bytes]], names: tuple[bytes, ...]) -> None:
+    """The `Service-Version: 2` rule (under any of `names`); ApiError(400) otherwise."""
+    for key, raw in headers:
+        if key in names:
+            value = raw.decode("latin-1")
+            if value.strip() != SUPPORTED_VERSION:
+                raise ApiError(
+                    Code.VERSION_UNSUPPORTED,
+                    f"{VERSION_HEADER} {value[:20]!r} is not supported; "
+                    f"send '{VERSION_HEADER}: {SUPPORTED_VERSION}'.",
+                    param=VERSION_HEADER,
+                )
+            return
+    raise ApiError(Code.VERSION_HEADER_MISSING, param=VERSION_HEADER)
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def body_too_large(limit: int) -> ApiError:
+    return ApiError(
+        Code.BODY_TOO_LARGE, f"The request body is larger than {limit} bytes.", limit=str(limit)
+    )
+
+
+# --- security -----------------------------------------------------------------------------
+
+
+def _security(
+    operation: AbstractOperation,
+) -> Callable[[list[tuple[bytes, bytes]]], Awaitable[dict[str, Any]]] | None:
+    """The credential check of `operation` (HTTP bearer with `x-bearerInfoFunc`, the only
+    scheme the spec uses), or None for operations without security."""
+    requirements = [r for r in (operation.security or []) if r]
+    if not requirements:
+        return None
+    if len(requirements) != 1 or len(requirements[0]) != 1:
+        raise NotImplementedError(f"{operation.operation_id}: one security scheme expected")
+    (scheme_name,) = requirements[0]
+    scheme = operation.security_schemes[scheme_name]
+    if scheme.get("type") != "http" or scheme.get("scheme", "").lower() != "bearer":
+        raise NotImplementedError(f"{operation.operation_id}: only HTTP bearer is supported")
+    bearer_info: Callable[[str], Awaitable[dict[str, Any]]] = get_function_from_name(
+        scheme["x-bearerInfoFunc"]
+    )
+
+    async def authenticate(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+        header = _header(headers, b"authorization")
+        if header is None:
+            raise ApiError(Code.AUTHENTICATION_REQUIRED)
+        kind, _, token = header.partition(" ")
+        if kind.lower() != "bearer" or not token.strip():
+            raise ApiError(Code.INVALID_CREDENTIALS)
+        return await bearer_info(token.strip())
+
+    return authenticate
+
+
+# --- bodies -------------------------------------------------------------------------------
+
+
+class _Body:
+    """Reading and validating the JSON request body of one operation."""
+
+    def __init__(self, operation: AbstractOperation) -> None:
+        self.consumes = [c.lower() for c in operation.consumes]
+        self.required = bool(operation.request_body.get("required", False))
+        self.schema = operation.body_schema(JSON)
+        self.fast = jsonschema_rs.Draft4Validator(
+            validation.to_json_schema(self.schema), validate_formats=False
+        )
+
+    async def read(
+        self, scope: Scope, headers: list[tuple[bytes, bytes]], receive: Receive, limit: int
+    ) -> Any:
+        content_type = _header(headers, b"content-type")
+        mime = (content_type or JSON).partition(";")[0].strip().lower()
+        if mime not in self.consumes:
+            raise ApiError(
+                Code.UNSUPPORTED_MEDIA_TYPE,
+                f"Content-Type {mime[:64]!r} is not supported; send {', '.join(self.consumes)}.",
+            )
+        raw = await _receive_all(receive, limit)
+        if not raw:
+            if self.required:
+                raise ApiError(Code.INVALID_BODY, "This operation needs a JSON object body.")
+            return None
+        body = validation.loads_strict(raw)
+        if body is None:
+            raise ApiError(Code.INVALID_BODY, "The request body must be a JSON object, not null.")
+        if not self.fast.is_valid(body):
+            raise self._error(body)
+        validation.check_extensions(self.schema, body)
+        return body
+
+    def _error(self, body: Any) -> ApiError:
+        error = best_match(validation.request_validator(self.schema).iter_errors(body))
+        if error is not None:
+            return validation.schema_error(error)
+        # jsonschema-rs is the authority; name what it found.
+        found = next(iter(self.fast.iter_errors(body)))
+        field = ".".join(str(part) for part in found.instance_path)
+        if not field:
+            return ApiError(Code.INVALID_BODY, f"The request body is invalid: {found.message}")
+        return ApiError(Code.INVALID_FIELD, f"{field}: {found.message}.", field=field)
+
+
+async def _receive_all(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise body_too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+# --- responses ----------------------------------------------------------------------------
+
+
+class _Responses:
+    """The compiled response validator of each status an operation documents."""
+
+    def __init__(self, operation: AbstractOperation) -> None:
+        self.operation_id = operation.operation_id
+        self.validators: dict[int, Any] = {}
+        for status in operation.responses:
+            if not status.isdigit():
+                continue
+            schema = operation.response_schema(status, JSON)
+            if schema:
+                self.validators[int(status)] = jsonschema_rs.Draft4Validator(
+                    validation.to_json_schema(schema), validate_formats=True
+                )
+            else:
+                self.validators[int(status)] = None
+        self.documented = set(self.validators)
+
+    def check(self, status: int, body: Any) -> None:
+        if status not in self.documented:
+            raise validation.nonconforming(f"status {status} is not documented")
+        validator = self.validators[status]
+        if validator is None:
+            if body is not None:
+                raise validation.nonconforming(f"status {status} documents no body")
+            return
+        if validator.is_valid(body):
+            return
+        error = next(iter(validator.iter_errors(body)))
+        path = "/".join(str(part) for part in error.instance_path)
+        raise validation.nonconforming(f"at /{path}: {error.message}")
+
+
+# --- Connexion plumbing -------------------------------------------------------------------
+
+
+class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
+    """The operations of one spec (Connexion registers each API on each middleware)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        validate_responses: bool = True,
+        max_body_bytes: int,
+        version_headers: tuple[str, ...] = (VERSION_HEADER,),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._options = {
+            "validate_responses": bool(validate_responses),
+            "max_body_bytes": max_body_bytes,
+            "version_headers": version_headers,
+        }
+        self.add_paths()
+
+    def make_operation(self, operation: AbstractOperation) -> Operation:
+        return Operation(operation, **self._options)  # type: ignore[arg-type]
+
+
+class OperationMiddleware(RoutedMiddleware[OperationAPI]):  # type: ignore[misc]
+    """Serves every routed spec operation (Connexion's RoutingMiddleware names it)."""
+
+    api_cls = OperationAPI
+
+    def __init__(self, app: ASGIApp, **options: Any) -> None:
+        super().__init__(app)
+        self._options = options
+
+    def add_api(self, specification: Any, **kwargs: Any) -> OperationAPI:
+        api: OperationAPI = super().add_api(specification, **{**kwargs, **self._options})
+        return api
