@@ -18,10 +18,12 @@ def set_base(base: str) -> None:
 
 def absolute(path: str, **query: object) -> str:
     """`base + path`, with `query` (None values dropped) as a query string."""
+    if not query:
+        return _base.get() + path
     params = {k: v for k, v in query.items() if v is not None}
     return f"{_base.get()}{path}" + (f"?{urlencode(params)}" if params else "")
 
 
 def ref(path: str, id_: str | None) -> dict[str, str] | None:
     """The `Ref` object of the resource `id_` under the collection `path`; None when unset."""
-    return None if id_ is None else {"id": id_, "uri": absolute(f"{path}/{id_}")}
+    return None if id_ is None else {"id": id_, "uri": f"{_base.get()}{path}/{id_}"}
