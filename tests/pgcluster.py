@@ -12,7 +12,8 @@ The server binaries (initdb, pg_ctl, postgres) come from, in this order:
 4. `initdb` on PATH.
 
 initdb, pg_ctl and postgres refuse to run as root: as root they run as `nobody`, which owns
-the temp dir (data and socket). Debian's `postgres` user is not needed.
+the temp dir (data and socket). Debian's `postgres` user is not needed. Where `nobody` cannot
+reach the binaries (a virtualenv under /root), the installation is copied into the temp dir.
 """
 
 from __future__ import annotations
