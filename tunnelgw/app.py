@@ -18,14 +18,12 @@ from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
 from connexion.middleware.exceptions import ExceptionMiddleware
 from connexion.middleware.lifespan import LifespanMiddleware
-from connexion.middleware.routing import RoutingMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
-from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, middleware, pipeline
+from tunnelgw import db, middleware, pipeline, routing
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -107,8 +105,8 @@ def middlewares(settings: Settings) -> list[Any]:
         ServerErrorMiddleware,
         functools.partial(middleware.RequestContext, public_url=settings.resolved_public_url()),
         ExceptionMiddleware,
-        SwaggerUIMiddleware,
-        RoutingMiddleware,
+        routing.SwaggerUIMiddleware,
+        routing.RoutingMiddleware,
         functools.partial(pipeline.OperationMiddleware, max_body_bytes=settings.max_body_bytes),
         LifespanMiddleware,
     ]
