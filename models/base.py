@@ -31,7 +31,8 @@ class Row(SQLModel):
 
     def api_time(self, name: str) -> str | None:
         """The timestamp column `name` as the wire shows it (RFC 3339 with `Z`), None when
-        unset; rendered from the stored text when the row has not parsed it."""
+        unset; rendered from the stored text when the row has not parsed it. (Each record
+        class replaces this with a direct lookup of its timestamp columns.)"""
         return records.wire_time(self, name)
 
 
@@ -47,7 +48,7 @@ class AccountScoped(Row):
 
     @property
     def uri(self) -> str:
-        return urls.absolute(f"{self.PATH}/{self.id}")
+        return f"{urls.base()}{self.PATH}/{self.id}"
 
     def to_api(self) -> dict[str, Any]:  # pragma: no cover - every table overrides it
         raise NotImplementedError

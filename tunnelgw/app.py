@@ -23,7 +23,7 @@ from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, middleware, pipeline, routing
+from tunnelgw import db, logconfig, middleware, pipeline, routing
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -71,6 +71,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         keys.init(settings)  # `tunnelgw serve` created it before the workers started
         database = db.init(settings.resolved_database_url())
+        logconfig.lean_records()
         # What start-up built (spec, operations, validators, modules) lives as long as the
         # process: keep it out of the collector's full passes, which otherwise stall requests.
         gc.collect()

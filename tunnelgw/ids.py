@@ -21,7 +21,7 @@ _BODY = re.compile(r"[0-9A-Za-z]{27}")
 
 _lock = threading.Lock()
 _last = 0
-_ID_BITS = 160  # 27 base62 digits hold 160 bits
+_BYTE_TO_BASE62 = bytes(ord(ALPHABET[byte % 62]) for byte in range(256))
 # Operation ids need uniqueness, not secrecy: a seeded PRNG, not a system call per request.
 _operation_random = random.Random(secrets.randbits(128))  # noqa: S311
 
@@ -60,8 +60,9 @@ def new_id(prefix: str) -> str:
 
 
 def new_operation_id() -> str:
-    """A fresh `op_` id for a request (random; it names a request, it orders nothing)."""
-    return "op_" + encode_base62(_operation_random.getrandbits(_ID_BITS), BODY_LENGTH)
+    """A fresh `op_` id for a request: 27 random base62 characters (it names a request and
+    orders nothing; a byte per character, slightly biased, ~160 bits)."""
+    return "op_" + _operation_random.randbytes(BODY_LENGTH).translate(_BYTE_TO_BASE62).decode()
 
 
 def new_secret(length: int = 43) -> str:

@@ -73,8 +73,8 @@ class Param:
         return raw
 
     def check(self, value: Any) -> None:
-        error = next(iter(self.validator.iter_errors(value)), None)
-        if error is not None:
+        if not self.validator.is_valid(value):
+            error = next(iter(self.validator.iter_errors(value)))
             raise _invalid(self, str(error.message))
 
 

@@ -142,8 +142,12 @@ def record_class(model: type[SQLModel]) -> type[Record]:
             _check_copyable(klass, name, value)
             namespace[name] = value
     cls = type(model.__name__, (Record,), namespace)
+    wires = {}
     for name in times:
-        setattr(cls, name, _Timestamp(vars(cls)[STORED + name]))
+        attribute = _Timestamp(vars(cls)[STORED + name])
+        setattr(cls, name, attribute)
+        wires[name] = attribute.wire
+    cls.api_time = lambda row, name: wires[name](row)  # type: ignore[attr-defined]
     return cls
 
 
