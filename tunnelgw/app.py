@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from connexion.middleware.lifespan import LifespanMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
+from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
 from tunnelgw import db, logconfig, middleware, pipeline, routing
@@ -48,8 +49,10 @@ class _OrjsonText:
 
 
 def load_spec() -> dict[str, Any]:
+    """The parsed `openapi.yaml` (libyaml's parser when PyYAML has it: ten times faster)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with SPEC_FILE.open(encoding="utf-8") as fh:
-        spec: dict[str, Any] = yaml.safe_load(fh)
+        spec: dict[str, Any] = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
     return spec
 
 
@@ -90,11 +93,28 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         middlewares=middlewares(settings),
     )
     spec = apply_settings(load_spec(), settings)
-    app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
+    with _shipped_spec():
+        app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     render = ErrorRenderer(spec)
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render.render)
     return app
+
+
+@contextmanager
+def _shipped_spec() -> Iterator[None]:
+    """Connexion validates a spec against the OpenAPI schema each time it loads one, about
+    half of start-up. The spec is the one shipped with the package, which the test suite
+    validates (tests/unit/test_spec.py), so the check is skipped while the app loads it."""
+    own = OpenAPISpecification.__dict__.get("_validate_spec")  # inherited in Connexion 3.3
+    OpenAPISpecification._validate_spec = classmethod(lambda _cls, _spec: None)
+    try:
+        yield
+    finally:
+        if own is None:
+            del OpenAPISpecification._validate_spec
+        else:
+            OpenAPISpecification._validate_spec = own
 
 
 def middlewares(settings: Settings) -> list[Any]:

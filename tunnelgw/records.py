@@ -142,13 +142,32 @@ def record_class(model: type[SQLModel]) -> type[Record]:
             _check_copyable(klass, name, value)
             namespace[name] = value
     cls = type(model.__name__, (Record,), namespace)
-    wires = {}
     for name in times:
-        attribute = _Timestamp(vars(cls)[STORED + name])
-        setattr(cls, name, attribute)
-        wires[name] = attribute.wire
-    cls.api_time = lambda row, name: wires[name](row)  # type: ignore[attr-defined]
+        setattr(cls, name, _Timestamp(vars(cls)[STORED + name]))
+    cls.api_time = _api_time(tuple(times))  # type: ignore[attr-defined]
     return cls
+
+
+def _api_time(times: tuple[str, ...]) -> Callable[[Any, str], str | None]:
+    """The record class's `api_time(name)`: reads the hidden slot of the timestamp `name` and
+    renders stored text by slicing (generated: one branch per timestamp column)."""
+    lines = ["def api_time(row, name):"]
+    for index, name in enumerate(times):
+        keyword = "if" if index == 0 else "elif"
+        lines += [f"    {keyword} name == {name!r}:", f"        value = row.{STORED}{name}"]
+    lines += [
+        "    else:" if times else "    if True:",
+        "        raise AttributeError(f'{type(row).__name__} has no timestamp {name!r}')",
+        "    if value is None:",
+        "        return None",
+        "    if type(value) is str:",
+        "        return value[:10] + 'T' + value[11:19] + 'Z'",
+        "    return rfc3339(value)",
+    ]
+    env: dict[str, Any] = {"rfc3339": timefmt.rfc3339}
+    exec("\n".join(lines), env)  # noqa: S102 - generated from column names, not input
+    function: Callable[[Any, str], str | None] = env["api_time"]
+    return function
 
 
 # The slot behind a timestamp attribute (`created_at` is stored in `_stored_created_at`).
@@ -158,8 +177,8 @@ STORED = "_stored_"
 class _Timestamp:
     """A timestamp attribute of a record. A row read from SQLite keeps the stored text
     (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) until the attribute is first read, which parses it
-    into an aware datetime; `wire()` renders the wire form from either without parsing, so a
-    page of rows renders its timestamps by slicing text."""
+    into an aware datetime; the record's `api_time(name)` renders the wire form from either
+    without parsing, so a page of rows renders its timestamps by slicing text."""
 
     __slots__ = ("slot",)
 
@@ -178,14 +197,6 @@ class _Timestamp:
     def __set__(self, record: Any, value: Any) -> None:
         self.slot.__set__(record, value)
 
-    def wire(self, record: Any) -> str | None:
-        value = self.slot.__get__(record, None)
-        if value is None:
-            return None
-        if type(value) is str:
-            return f"{value[:10]}T{value[11:19]}Z"
-        return timefmt.rfc3339(value)
-
 
 def stored_time(text: str) -> datetime:
     """The aware UTC datetime of SQLite's stored text."""
@@ -193,10 +204,8 @@ def stored_time(text: str) -> datetime:
 
 
 def wire_time(row: Any, name: str) -> str | None:
-    """The timestamp attribute `name` of `row` as the wire shows it (RFC 3339, `Z`)."""
-    attribute = type(row).__dict__.get(name)
-    if isinstance(attribute, _Timestamp):
-        return attribute.wire(row)
+    """The timestamp attribute `name` of `row` as the wire shows it (RFC 3339, `Z`); records
+    have a faster `api_time` of their own (see `_api_time`)."""
     value = getattr(row, name)
     return None if value is None else timefmt.rfc3339(value)
 

@@ -51,3 +51,7 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
 def test_sync_url_maps_async_drivers():
     assert migrate.sync_url("sqlite+aiosqlite:////x/y.db") == "sqlite:////x/y.db"
     assert migrate.sync_url("postgresql+psycopg://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
+
+
+def test_the_head_constant_is_alembics_head():
+    assert migrate.head() == migrate.alembic_head()
