@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +35,8 @@ class Measurement:
     engine: str
     workers: int
     connections: int
-    stats: Stats
+    stats: Stats  # the median run (by req/s) of the repeats
+    repeats_rps: list[float] = field(default_factory=list)  # req/s of every repeat
 
 
 @dataclass
@@ -277,20 +279,27 @@ def failures(report: Report) -> list[str]:
 # --- JSON ---------------------------------------------------------------------------------
 
 
-def _git(*argv: str) -> str:
-    done = subprocess.run(["git", *argv], cwd=REPO_DIR, capture_output=True, text=True, check=False)
+def _output(*argv: str) -> str:
+    """What a tool prints ("" when it is missing or fails to start)."""
+    if shutil.which(argv[0]) is None:
+        return ""
+    try:
+        done = subprocess.run(
+            argv, cwd=REPO_DIR, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
     return done.stdout.strip()
 
 
 def machine(load_at_start: float) -> dict[str, Any]:
     meminfo = Path("/proc/meminfo").read_text().splitlines()[0].split()
-    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False)
     return {
         "cpus": os.cpu_count(),
         "mem_total_kib": int(meminfo[1]),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "wrk": wrk.stdout.splitlines()[0] if wrk.stdout else None,
+        "wrk": _output("wrk", "--version").split("\n")[0] or None,
         "loadavg_1m_at_start": round(load_at_start, 2),
         "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
     }
@@ -309,8 +318,8 @@ def write_json(
         "mode": report.mode,
         "machine": machine(load_at_start),
         "git": {
-            "commit": _git("rev-parse", "HEAD"),
-            "dirty": bool(_git("status", "--porcelain", "--", ".", ":!bench")),
+            "commit": _output("git", "rev-parse", "HEAD") or None,
+            "dirty": bool(_output("git", "status", "--porcelain", "--", ".", ":!bench")),
         },
         "settings": settings,
         "measurements": [{**asdict(m), "rps": round(m.stats.rps, 1)} for m in report.measurements],

@@ -60,6 +60,7 @@ PARTS = (
 )
 SINGLE = ("get", "seq", "list", "create")
 LIST_PATH = f"{data.API_PATH}?limit=100"
+PRISM_WARMUP_S = 5.0  # Node's JIT: Prism serves a third of its speed in its first second
 # Sizes of a full run, and of --smoke (flags given explicitly win).
 DEFAULTS: dict[str, dict[str, Any]] = {
     "full": {
@@ -101,6 +102,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--deep-rows", type=int, help="rows of the big deep-paging account (1,000,000)")
     add("--deep-small-rows", type=int, help="rows of the small one (1000)")
     add("--startup-runs", type=int, help="start-ups measured per kind (3; smoke 1)")
+    add("--repeat", type=int, default=1, help="runs per scenario; the median one is kept (1)")
     add("--only", help="comma-separated parts to run (default: all)")
     add("--skip", help="comma-separated parts to leave out")
     add("--loadgen", choices=("auto", "wrk", "python"), default="auto", help="load generator")
@@ -108,8 +110,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     _apply_defaults(args)
     args.parts = _parts(parser, args.only, args.skip)
-    if args.rows < data.ROTATING_IDS or args.duration <= 0 or args.connections < 1:
-        parser.error(f"--rows must be at least {data.ROTATING_IDS}; --duration, --connections > 0")
+    positive = (args.duration, args.connections, args.repeat, args.startup_runs)
+    if args.rows < data.ROTATING_IDS or min(positive) <= 0:
+        parser.error(
+            f"--rows must be at least {data.ROTATING_IDS}; --duration, --connections, "
+            "--repeat and --startup-runs must be positive"
+        )
     return args
 
 
@@ -190,7 +196,11 @@ class Bench:
             f"{shape.connections} connection(s) ...",
             flush=True,
         )
-        stats = load.run(self.tool, target.server.base_url, work, shape)
+        runs = [
+            load.run(self.tool, target.server.base_url, work, shape)
+            for _ in range(self.args.repeat)
+        ]
+        median = sorted(runs, key=lambda stats: stats.rps)[len(runs) // 2]
         self.report.add(
             Measurement(
                 key,
@@ -199,13 +209,15 @@ class Bench:
                 target.engine,
                 target.workers,
                 shape.connections,
-                stats,
+                median,
+                [round(stats.rps, 1) for stats in runs],
             )
         )
 
-    def warm_up(self, target: Subject) -> None:
-        if self.args.warmup > 0:
-            load.run(self.tool, target.server.base_url, target.get, Shape(self.args.warmup, 4))
+    def warm_up(self, target: Subject, at_least: float = 0.0) -> None:
+        seconds = self.args.warmup if self.args.smoke else max(self.args.warmup, at_least)
+        if seconds > 0:
+            load.run(self.tool, target.server.base_url, target.get, Shape(seconds, 4))
 
     def remember_memory(self, target: Subject) -> None:
         name = f"{target.label} ({target.engine}, {target.workers} worker(s))"
@@ -321,7 +333,7 @@ class Bench:
         with servers.serving("prism", command, {}, self.workdir / "prism.log", "/healthz") as s:
             target = Subject("Prism", "-", 1, s, work)
             data.check_answer(s.base_url, "bench", work.paths[0])
-            self.warm_up(target)
+            self.warm_up(target, at_least=PRISM_WARMUP_S)
             self.measure("prism_get", "GET by id", target, work, self.concurrent)
             self.remember_memory(target)
 
