@@ -85,6 +85,7 @@ def bulk_insert_sqlite(path: Path, layout: Layout, account_ids: list[str]) -> No
         for (first, last), account in zip(layout.ranges(), account_ids, strict=True):
             conn.execute(SQLITE_BULK, (first, last, layout.stem, account, created))
         conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # into the database file, as settled
     finally:
         conn.close()
 

@@ -190,14 +190,14 @@ class Bench:
 
     # --- measuring ----------------------------------------------------------------------
 
-    def measure(self, key: str, scenario: str, target: Subject, work: Load, shape: Shape) -> None:
+    def measure(self, key: str, scenario: str, subject: Subject, work: Load, shape: Shape) -> None:
         print(
-            f"  {target.label} ({target.engine}, {target.workers} worker(s)): {scenario}, "
+            f"  {subject.label} ({subject.engine}, {subject.workers} worker(s)): {scenario}, "
             f"{shape.connections} connection(s) ...",
             flush=True,
         )
         runs = [
-            load.run(self.tool, target.server.base_url, work, shape)
+            load.run(self.tool, subject.server.base_url, work, shape)
             for _ in range(self.args.repeat)
         ]
         median = sorted(runs, key=lambda stats: stats.rps)[len(runs) // 2]
@@ -205,23 +205,23 @@ class Bench:
             Measurement(
                 key,
                 scenario,
-                target.label,
-                target.engine,
-                target.workers,
+                subject.label,
+                subject.engine,
+                subject.workers,
                 shape.connections,
                 median,
                 [round(stats.rps, 1) for stats in runs],
             )
         )
 
-    def warm_up(self, target: Subject, at_least: float = 0.0) -> None:
+    def warm_up(self, subject: Subject, at_least: float = 0.0) -> None:
         seconds = self.args.warmup if self.args.smoke else max(self.args.warmup, at_least)
         if seconds > 0:
-            load.run(self.tool, target.server.base_url, target.get, Shape(seconds, 4))
+            load.run(self.tool, subject.server.base_url, subject.get, Shape(seconds, 4))
 
-    def remember_memory(self, target: Subject) -> None:
-        name = f"{target.label} ({target.engine}, {target.workers} worker(s))"
-        self.report.memory[name] = servers.memory(target.server)
+    def remember_memory(self, subject: Subject) -> None:
+        name = f"{subject.label} ({subject.engine}, {subject.workers} worker(s))"
+        self.report.memory[name] = servers.memory(subject.server)
 
     # --- tunnelgw -----------------------------------------------------------------------
 
@@ -248,13 +248,13 @@ class Bench:
         print(f"  seeded {len(seeded)} rows ({engine}) in {time.monotonic() - started:.1f}s")
         return data.rotating_paths(seeded)
 
-    def run_single(self, target: Subject, scenarios: list[str], key_prefix: str = "") -> None:
+    def run_single(self, subject: Subject, scenarios: list[str], key_prefix: str = "") -> None:
         """`scenarios` (of SINGLE) on a warmed-up 1-worker server, then its memory."""
-        data.check_answer(target.server.base_url, self.token, target.get.paths[0])
-        self.warm_up(target)
+        data.check_answer(subject.server.base_url, self.token, subject.get.paths[0])
+        self.warm_up(subject)
         runs = {
-            "get": ("get", "GET by id", target.get, self.concurrent),
-            "seq": ("get_seq", "GET by id", target.get, self.sequential),
+            "get": ("get", "GET by id", subject.get, self.concurrent),
+            "seq": ("get_seq", "GET by id", subject.get, self.sequential),
             "list": ("list", "list of 100", Load((LIST_PATH,), self.token), self.concurrent),
             "create": (
                 "create",
@@ -265,20 +265,20 @@ class Bench:
         }
         for scenario in scenarios:
             key, name, work, shape = runs[scenario]
-            self.measure(key_prefix + key, name, target, work, shape)
-        self.remember_memory(target)
+            self.measure(key_prefix + key, name, subject, work, shape)
+        self.remember_memory(subject)
 
     def part_tunnelgw(self) -> None:
         print("== tunnelgw, SQLite, 1 worker", flush=True)
-        with self.tunnelgw(1, "sqlite") as target:
-            self.run_single(target, [p for p in SINGLE if self.wants(p)])
+        with self.tunnelgw(1, "sqlite") as subject:
+            self.run_single(subject, [p for p in SINGLE if self.wants(p)])
 
     def part_workers2(self) -> None:
         print("== tunnelgw, SQLite, 2 workers", flush=True)
-        with self.tunnelgw(2, "sqlite") as target:
-            self.warm_up(target)
-            self.measure("get_2w", "GET by id", target, target.get, self.concurrent)
-            self.remember_memory(target)
+        with self.tunnelgw(2, "sqlite") as subject:
+            self.warm_up(subject)
+            self.measure("get_2w", "GET by id", subject, subject.get, self.concurrent)
+            self.remember_memory(subject)
 
     # --- references ---------------------------------------------------------------------
 
@@ -293,11 +293,11 @@ class Bench:
             command = servers.uvicorn_command("create_app", workers)
             log = self.workdir / f"reference-{workers}.log"
             with servers.serving("reference", command, env, log, "/healthz") as server:
-                target = Subject("bare reference", "sqlite", workers, server, work)
+                subject = Subject("bare reference", "sqlite", workers, server, work)
                 data.check_answer(server.base_url, token, work.paths[0])
-                self.warm_up(target)
+                self.warm_up(subject)
                 key = "ref_get" if workers == 1 else "ref_get_2w"
-                self.measure(key, "GET by id", target, work, self.concurrent)
+                self.measure(key, "GET by id", subject, work, self.concurrent)
 
     def part_constant(self) -> None:
         print("== constant JSON (Starlette)", flush=True)
@@ -305,9 +305,9 @@ class Bench:
         work = Load(self.paths_for_others(), self.token)
         log = self.workdir / "constant.log"
         with servers.serving("constant", command, {}, log, "/healthz") as s:
-            target = Subject("constant JSON", "-", 1, s, work)
-            self.warm_up(target)
-            self.measure("const_get", "GET by id", target, work, self.concurrent)
+            subject = Subject("constant JSON", "-", 1, s, work)
+            self.warm_up(subject)
+            self.measure("const_get", "GET by id", subject, work, self.concurrent)
 
     def paths_for_others(self) -> tuple[str, ...]:
         """GET paths for servers without our data: the seeded ids, or well-formed ones."""
@@ -331,11 +331,11 @@ class Bench:
         work = Load(self.paths_for_others(), "bench")
         command = servers.prism_command(prism)
         with servers.serving("prism", command, {}, self.workdir / "prism.log", "/healthz") as s:
-            target = Subject("Prism", "-", 1, s, work)
+            subject = Subject("Prism", "-", 1, s, work)
             data.check_answer(s.base_url, "bench", work.paths[0])
-            self.warm_up(target, at_least=PRISM_WARMUP_S)
-            self.measure("prism_get", "GET by id", target, work, self.concurrent)
-            self.remember_memory(target)
+            self.warm_up(subject, at_least=PRISM_WARMUP_S)
+            self.measure("prism_get", "GET by id", subject, work, self.concurrent)
+            self.remember_memory(subject)
 
     # --- PostgreSQL ---------------------------------------------------------------------
 
@@ -351,8 +351,8 @@ class Bench:
         self.report.info["postgresql"] = str(binaries)
         with pgcluster.cluster() as base:
             url = pgcluster.create_database(base, "tunnelgw_bench")
-            with self.tunnelgw(1, "postgresql", url) as target:
-                self.run_single(target, ["get", "list", "create"], key_prefix="pg_")
+            with self.tunnelgw(1, "postgresql", url) as subject:
+                self.run_single(subject, ["get", "list", "create"], key_prefix="pg_")
             if self.wants("deep"):
                 self.deep_pg(url)
 
@@ -411,12 +411,12 @@ class Bench:
         with servers.serving("tunnelgw", command, {}, self.workdir / "deep.log", "/readyz") as s:
             for which, (key, name) in enumerate((("deep_big", "big"), ("deep_small", "small"))):
                 paths = deep.page_paths(layout.middle_ids(which))
-                target = Subject("tunnelgw", "sqlite", 1, s, Load(paths, creds[which].token))
+                subject = Subject("tunnelgw", "sqlite", 1, s, Load(paths, creds[which].token))
                 data.check_answer(s.base_url, creds[which].token, paths[0])
-                self.warm_up(target)
+                self.warm_up(subject)
                 rows = layout.big if which == 0 else layout.small
                 scenario = f"page mid-{name} ({rows:,} rows)"
-                self.measure(key, scenario, target, target.get, self.sequential)
+                self.measure(key, scenario, subject, subject.get, self.sequential)
 
     # --- all ----------------------------------------------------------------------------
 
