@@ -1,18 +1,15 @@
 -- wrk script for the tunnelgw benchmark (driven by bench/run.py).
 --
--- Usage: wrk ... -s bench/scenario.lua http://127.0.0.1:PORT -- MODE [IDS_FILE]
---   MODE get:    GET /backends/http_response/{id}, rotating over the ids in IDS_FILE
---   MODE list:   GET /backends/http_response?limit=100
---   MODE create: POST /backends/http_response with a small JSON body
+-- Usage: wrk ... -s bench/scenario.lua http://127.0.0.1:PORT -- get PATHS_FILE
+--        wrk ... -s bench/scenario.lua http://127.0.0.1:PORT -- post PATH BODY_FILE
+--   get:  GET of each path in PATHS_FILE (one per line) in turn, e.g.
+--         /backends/http_response/{id} over ~100 ids, or one list path
+--   post: POST of the JSON in BODY_FILE to PATH, repeated
 -- The bearer token comes from the BENCH_TOKEN environment variable.
 --
 -- Every request carries `Authorization` and `Service-Version: 2`. Responses outside 2xx are
 -- counted per thread (with the first one kept as a sample), and done() prints one line
 -- "BENCH_JSON {...}" with throughput, latency percentiles (microseconds) and error counts.
-
-local PATH = "/backends/http_response"
-local CREATE_BODY = '{"description":"bench","body":"hello",'
-    .. '"headers":{"Content-Type":"text/plain"},"status_code":200}'
 
 local threads = {}
 
@@ -21,17 +18,24 @@ function setup(thread)
     thread:set("thread_index", #threads)
 end
 
-local function read_ids(file_name)
+local function read_lines(file_name)
     local found = {}
-    local fh = assert(io.open(file_name, "r"), "cannot open ids file " .. tostring(file_name))
+    local fh = assert(io.open(file_name, "r"), "cannot open " .. tostring(file_name))
     for line in fh:lines() do
         if line ~= "" then
             table.insert(found, line)
         end
     end
     fh:close()
-    assert(#found > 0, "no ids in " .. file_name)
+    assert(#found > 0, "no lines in " .. file_name)
     return found
+end
+
+local function read_all(file_name)
+    local fh = assert(io.open(file_name, "rb"), "cannot open " .. tostring(file_name))
+    local content = fh:read("*a")
+    fh:close()
+    return content
 end
 
 local requests_list = {}
@@ -44,18 +48,16 @@ function init(args)
     wrk.headers["Authorization"] = "Bearer " .. (os.getenv("BENCH_TOKEN") or "")
     wrk.headers["Service-Version"] = "2"
     if mode == "get" then
-        for _, id in ipairs(read_ids(args[2])) do
-            table.insert(requests_list, wrk.format("GET", PATH .. "/" .. id))
+        for _, path in ipairs(read_lines(args[2])) do
+            table.insert(requests_list, wrk.format("GET", path))
         end
-    elseif mode == "list" then
-        table.insert(requests_list, wrk.format("GET", PATH .. "?limit=100"))
-    elseif mode == "create" then
+    elseif mode == "post" then
         wrk.headers["Content-Type"] = "application/json"
-        table.insert(requests_list, wrk.format("POST", PATH, nil, CREATE_BODY))
+        table.insert(requests_list, wrk.format("POST", args[2], nil, read_all(args[3])))
     else
         error("unknown mode " .. mode)
     end
-    -- Spread the threads over the id list instead of all starting on the same id.
+    -- Spread the threads over the path list instead of all starting on the same id.
     next_index = ((thread_index or 1) * 37 - 1) % #requests_list + 1
 end
 
