@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 from servers import BENCH_DIR, HOST
 
 LUA_SCRIPT = BENCH_DIR / "scenario.lua"
@@ -98,7 +99,25 @@ def run_wrk(base_url: str, load: Load, shape: Shape) -> Stats:
         )
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return _wrk_stats(_wrk_json(done.stdout))
+    stats = _wrk_stats(_wrk_json(done.stdout))
+    if stats.non_2xx and not stats.sample:
+        stats.sample = _probe(base_url, load)
+    return stats
+
+
+def _probe(base_url: str, load: Load) -> str:
+    """One request of the load, for a sample of what failed (wrk only counts failures)."""
+    headers = {"Authorization": f"Bearer {load.token}", "Service-Version": "2"}
+    method = "GET" if load.body is None else "POST"
+    if load.body is not None:
+        headers["Content-Type"] = "application/json"
+    try:
+        answer = httpx.request(
+            method, base_url + load.paths[0], headers=headers, content=load.body, timeout=10
+        )
+    except httpx.HTTPError as exc:
+        return f"probe failed: {exc!r}"[:SAMPLE_CHARS]
+    return f"{answer.status_code} {answer.text}"[:SAMPLE_CHARS]
 
 
 def _write(path: Path, content: str | bytes) -> str:
