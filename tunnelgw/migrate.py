@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
 
-from tunnelgw import db
 from tunnelgw.db import Query, Unit
 
 if TYPE_CHECKING:
@@ -96,16 +96,30 @@ def upgrade(url: str) -> str | None:
     """Migrate the database at `url` to head; returns the revision it is at afterwards. A
     database already at head is only read (Alembic is not even imported)."""
 
-    async def revision(database: db.Database) -> str | None:
-        async with database.read() as unit:
-            return await stored_revision(unit)
-
     try:
-        if db.run_with(url, revision) == HEAD:
+        if _stored_revision_sync(url) == HEAD:
             return HEAD
     except Exception:  # noqa: S110 - Alembic, below, reports what is wrong with the database
         pass
     return _upgrade(url)
+
+
+def _stored_revision_sync(url: str) -> str | None:
+    """The stored revision, read with the driver directly (no engine, no event loop)."""
+    parsed = make_url(url)
+    query = "SELECT version_num FROM alembic_version"
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or not Path(parsed.database).exists():
+            return None
+        with contextlib.closing(sqlite3.connect(parsed.database)) as conn:
+            row = conn.execute(query).fetchone()
+    else:
+        import psycopg
+
+        conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(conninfo) as conn:
+            row = conn.execute(query).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _upgrade(url: str) -> str | None:

@@ -37,7 +37,7 @@ from jsonschema.exceptions import best_match
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tunnelgw import validation
+from tunnelgw import db, validation
 from tunnelgw.errors import ApiError, Code
 
 VERSION_HEADER = "Service-Version"
@@ -160,14 +160,15 @@ class Operation:
             raise body_too_large(self.max_body_bytes)
         if self.versioned:
             _check_version(headers, self.version_headers)
-        if self.authenticate is not None:
-            token_info.set(await self.authenticate(headers))
-        kwargs = self._arguments(scope)
-        if self.body is not None:
-            body = await self.body.read(scope, headers, receive, self.max_body_bytes)
-            if self.takes_body:
-                kwargs["body"] = body
-        result = await self.handler(**kwargs)
+        async with db.request_scope():
+            if self.authenticate is not None:
+                token_info.set(await self.authenticate(headers))
+            kwargs = self._arguments(scope)
+            if self.body is not None:
+                body = await self.body.read(scope, headers, receive, self.max_body_bytes)
+                if self.takes_body:
+                    kwargs["body"] = body
+            result = await self.handler(**kwargs)
         await self._respond(result, send)
 
     def _arguments(self, scope: Scope) -> dict[str, Any]:
