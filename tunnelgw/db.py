@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -30,8 +31,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import inspect as sa_inspect
-from sqlalchemy.dialects import postgresql as sa_postgresql
-from sqlalchemy.dialects import sqlite as sa_sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
@@ -93,15 +92,22 @@ class _Plan:
     shape: Callable[[Sequence[Any]], Any] | None  # result row -> item; None for DML
 
 
-_SA_DIALECTS = {
-    "sqlite": sa_sqlite.dialect(),
-    "postgresql": sa_postgresql.psycopg.dialect(),  # type: ignore[no-untyped-call]
-}
+@functools.cache
+def _sa_dialect(name: str) -> Any:
+    """SQLAlchemy's dialect that compiles statements for `name` (imported on first use: a
+    SQLite server never loads the PostgreSQL dialect)."""
+    if name == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.dialect()
+    from sqlalchemy.dialects.postgresql import psycopg
+
+    return psycopg.dialect()  # type: ignore[no-untyped-call]
 
 
 def _compile(statement: ClauseElement, dialect: str) -> _Plan:
     compiled: Any = statement.compile(
-        dialect=_SA_DIALECTS[dialect], compile_kwargs={"render_postcompile": True}
+        dialect=_sa_dialect(dialect), compile_kwargs={"render_postcompile": True}
     )
     names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
     shape = _shape(statement, dialect) if isinstance(statement, Select) else None
