@@ -10,7 +10,7 @@ import random
 import shutil
 import subprocess
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509 as cx509
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tunnelgw.crypto import CryptoError, Rule, tls
+from tunnelgw.crypto import CryptoError, Rule, issuing, tls
 from tunnelgw.errors import Code
 
 NOT_BEFORE = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
@@ -715,6 +715,34 @@ def test_damaged_leaves_only_ever_raise_crypto_errors():
         Rule.PRIVATE_KEY_MISMATCH,
         Rule.UNSUPPORTED_KEY_TYPE,
     }
+
+
+# -- Certificates issued here ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key_type", issuing.KEY_TYPES)
+def test_issued_certificates_carry_the_same_fields(key_type):
+    ca = issuing.new_ca("letsencrypt", NOT_BEFORE - timedelta(days=1))
+    leaf = issuing.issue(
+        ca.certificate_pem, ca.private_key_der, "app.example.com", key_type, NOT_BEFORE, NOT_AFTER
+    )
+    assert leaf.fields.subject_common_name == "app.example.com"
+    assert leaf.fields.subject_alternative_names.as_api() == {
+        "dns_names": ["app.example.com"],
+        "ips": [],
+    }
+    assert leaf.fields.issuer_common_name == issuing.ca_common_name("letsencrypt")
+    assert leaf.fields.private_key_type == key_type
+    assert leaf.fields.extended_key_usages == ("server_auth",)
+    assert "digital_signature" in leaf.fields.key_usages
+    assert (leaf.fields.not_before, leaf.fields.not_after) == (NOT_BEFORE, NOT_AFTER)
+    assert ca.fields.private_key_type == "ecdsa"
+    assert ca.fields.key_usages == ("digital_signature", "key_cert_sign", "crl_sign")
+    # The issued pair passes the upload checks with the same fields.
+    key = serialization.load_der_private_key(leaf.private_key_der, password=None)
+    uploaded = tls.parse_tls_certificate(leaf.certificate_pem + ca.certificate_pem, key_pem(key))
+    assert uploaded.fields == leaf.fields
+    assert uploaded.private_key_der == leaf.private_key_der
 
 
 # -- openssl -----------------------------------------------------------------------------------
