@@ -654,7 +654,7 @@ def test_dsa_in_its_legacy_block():
     key = dsa_key()
     text = key_pem(key, serialization.PrivateFormat.TraditionalOpenSSL)
     assert text.startswith("-----BEGIN DSA PRIVATE KEY-----")
-    assert key_error(text) is Rule.INVALID_PRIVATE_KEY
+    assert key_error(text) is Rule.UNSUPPORTED_KEY_TYPE  # as in a PKCS #8 block
 
 
 def test_rsa_key_size_bounds(monkeypatch):

@@ -350,6 +350,10 @@ def _key_der(blocks: list[tuple[str, str]]) -> bytes:
             "The private key is encrypted and no passphrase can be given; upload it "
             "unencrypted (e.g. `openssl pkey -in key.pem -out key-plain.pem`).",
         )
+    if [label for label, _ in keys] == ["DSA PRIVATE KEY"]:
+        raise CryptoError(
+            Rule.UNSUPPORTED_KEY_TYPE, "The private key is DSA, not RSA, ECDSA or Ed25519."
+        )
     if len(keys) != 1 or keys[0][0] not in KEY_LABELS:
         raise CryptoError(Rule.INVALID_PRIVATE_KEY, _wrong_blocks([label for label, _ in keys]))
     try:
@@ -378,8 +382,6 @@ def _wrong_blocks(labels: list[str]) -> str:
         return f"{expected}; it holds {len(labels)} blocks ({', '.join(labels)})."
     if labels[0] == "OPENSSH PRIVATE KEY":
         return f"{expected}, not OpenSSH's format; convert it: `ssh-keygen -p -m PKCS8 -f key`."
-    if labels[0] == "DSA PRIVATE KEY":
-        return f"{expected}; DSA keys cannot be used."
     return f"{expected}, not a {labels[0]!r} block."
 
 
