@@ -73,6 +73,9 @@ class Code(enum.Enum):
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
     CERTIFICATE_MANAGED = (409, "The certificate is managed by a certificate management policy.")
     EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
+    CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
+    BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
+    NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 5xx: our fault.
