@@ -348,3 +348,32 @@ def ssh_certificate_listing(certificate: str, directory: Path) -> dict[str, Any]
         else:
             info[key] = value.strip()
     return info
+
+
+def database_dump(settings: Any) -> bytes:
+    """Everything the test database holds, as an attacker with a copy of it would see it:
+    the SQLite file and its WAL, or `pg_dump` of the PostgreSQL database (the binaries of
+    tests/pgcluster.py)."""
+    url = settings.resolved_database_url()
+    if url.startswith("sqlite"):
+        database = settings.data_dir / "tunnelgw.db"
+        return b"".join(
+            path.read_bytes()
+            for path in (database, database.with_name("tunnelgw.db-wal"))
+            if path.exists()
+        )
+    from tests import pgcluster
+
+    pg_dump = pgcluster.find_binaries().bin_dir / "pg_dump"
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://")
+    return subprocess.run(
+        [str(pg_dump), "--no-owner", conninfo], check=True, capture_output=True, timeout=120
+    ).stdout
+
+
+def in_dump(secret: bytes, dump: bytes) -> bool:
+    """Whether `secret` appears in a database dump as itself, in hex (PostgreSQL's bytea
+    text) or in base64 (PEM)."""
+    import base64
+
+    return any(form in dump for form in (secret, secret.hex().encode(), base64.b64encode(secret)))
