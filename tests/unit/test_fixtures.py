@@ -259,8 +259,7 @@ def test_other_item_rules():
         "f.yaml:6:45: $.reserved_addrs[1].addr: the address is reserved at 6:25 already",
         "f.yaml:7:13: $.endpoints[0]: an endpoint needs hostport, or tcp_addr_id to take its "
         "address",
-        "f.yaml:8:32: $.tunnels[0].started_at: '2026-02-30T00:00:00Z' is not a valid RFC 3339 "
-        "time",
+        "f.yaml:8:32: $.tunnels[0].started_at: '2026-02-30T00:00:00Z' is not a valid RFC 3339 time",
     ]
 
 
