@@ -93,7 +93,7 @@ def _tunnel(common: dict[str, Any], data: dict[str, Any], endpoint: Item | None)
     """A tunnel row; what the file leaves out comes from the first endpoint naming it."""
     served = endpoint.data if endpoint is not None else {}
     derived = {
-        "public_url": public_url(served) if "hostport" in served else "",
+        "public_url": public_url(served) if served.keys() & {"hostport", "public_url"} else "",
         "proto": served.get("proto", "https"),
         "region": served.get("region", "us"),
     }
