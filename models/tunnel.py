@@ -43,9 +43,6 @@ class Tunnel(DescribedResource, table=True):
             "tunnel_session": None,  # tunnel sessions are not modelled
             "endpoint": urls.ref("/endpoints", self.endpoint_id),
             "labels": dict(self.labels),
-            "backends": [
-                {"id": id_, "uri": urls.absolute(f"/backends/tunnel_group/{id_}")}
-                for id_ in backend_ids or []
-            ],
+            "backends": [urls.ref("/backends/tunnel_group", id_) for id_ in backend_ids or []],
             "forwards_to": self.forwards_to,
         }
