@@ -1,482 +1,459 @@
-"""Benchmark harness: tunnelgw's full stack against a bare Starlette reference, under wrk.
+"""Benchmark harness: tunnelgw side by side with bare references, Prism and PostgreSQL.
 
-For each worker count it starts `tunnelgw serve` on a fresh data dir, seeds rows through the
-API, and runs bounded wrk runs for three scenarios (GET by id over ~100 seeded ids, list
-with limit=100, create). Then it starts bench/reference_app.py (bare Starlette, same async
-SQLAlchemy + aiosqlite stack, same table and row count) with the same worker count and runs
-the GET-by-id scenario against it. It prints a table and writes bench/results/latest.json.
+One run measures, on this machine:
+- tunnelgw (`python -m tunnelgw serve`, SQLite in a fresh data dir, rows seeded through the
+  API), 1 worker: GET by id (over ~100 ids) at --connections and at 1 connection, list of 100,
+  create; 2 workers: GET;
+- the bare reference (bench/reference_app.py: Starlette + uvicorn + stdlib sqlite3 doing the
+  same token lookup and row read) at 1 and 2 workers, and constant JSON (the HTTP layer);
+- Prism (npm, cached outside the repo) mocking openapi.yaml;
+- the same tunnelgw scenarios on a throwaway PostgreSQL cluster (tests/pgcluster.py);
+- start-up to /readyz, RSS per worker, and deep paging over 1,000,000 rows with the plan of
+  the server's page SQL;
+then prints a table, the issue's targets as PASS/FAIL (never the exit status; timings are not
+tests) and writes bench/results/latest.json. `--smoke` runs everything tiny, in seconds,
+without wrk or npm (a Python load generator), with no verdicts: tox runs it.
 
-Only 127.0.0.1 is used; every server is stopped by pid (terminate, then kill) even on errors
-or Ctrl-C. See bench/README.md.
-
-    python bench/run.py [--duration 10] [--connections 32] [--threads 2] [--workers 1,2]
+Only 127.0.0.1 is used; every server is stopped by pid (terminate, then kill), also on
+errors, Ctrl-C and SIGTERM. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import json
 import os
-import platform
-import secrets
-import shlex
 import shutil
 import signal
-import socket
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
-LUA_SCRIPT = BENCH_DIR / "scenario.lua"
-RESULTS_FILE = BENCH_DIR / "results" / "latest.json"
-HOST = "127.0.0.1"
-API_PATH = "/backends/http_response"
-CREATE_BODY = {
-    "description": "bench",
-    "body": "hello",
-    "headers": {"Content-Type": "text/plain"},
-    "status_code": 200,
+sys.path[:0] = [str(BENCH_DIR), str(BENCH_DIR.parent)]  # bench modules, tests.pgcluster
+
+import data  # noqa: E402
+import deep  # noqa: E402
+import load  # noqa: E402
+import servers  # noqa: E402
+from load import Load, Shape  # noqa: E402
+from report import Measurement, Report  # noqa: E402
+
+RESULTS_DIR = BENCH_DIR / "results"
+PARTS = (
+    "get",  # tunnelgw GET by id, --connections
+    "seq",  # tunnelgw GET by id, 1 connection
+    "list",
+    "create",
+    "workers2",  # tunnelgw (and the reference) with 2 workers
+    "reference",
+    "constant",
+    "prism",
+    "pg",
+    "startup",
+    "deep",
+)
+SINGLE = ("get", "seq", "list", "create")
+LIST_PATH = f"{data.API_PATH}?limit=100"
+PRISM_WARMUP_S = 5.0  # Node's JIT: Prism serves a third of its speed in its first second
+# Sizes of a full run, and of --smoke (flags given explicitly win).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "full": {
+        "duration": 10.0,
+        "warmup": 2.0,
+        "connections": 32,
+        "rows": 1000,
+        "deep_rows": 1_000_000,
+        "deep_small_rows": 1000,
+        "startup_runs": 3,
+    },
+    "smoke": {
+        "duration": 0.5,
+        "warmup": 0.2,
+        "connections": 4,
+        "rows": 120,
+        "deep_rows": 3000,
+        "deep_small_rows": 300,  # a full page of 100 from its middle, like the big one
+        "startup_runs": 1,
+    },
 }
-ROTATING_IDS = 100  # ids the GET-by-id scenario cycles through
-OUR_SCENARIOS = ("get", "list", "create")
-STARTUP_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 15.0
-WRK_SLACK_S = 30  # wrk's own time limit beyond the run's duration
-
-
-@dataclass
-class Server:
-    """A server process we started, and where to reach it."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    base_url: str
-    log_path: Path
-
-
-@dataclass
-class Result:
-    """One wrk run."""
-
-    scenario: str
-    server: str
-    workers: int
-    requests: int
-    rps: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    mean_ms: float
-    max_ms: float
-    non_2xx: int
-    socket_errors: int
-    non_2xx_sample: str
-    socket_error_detail: dict[str, int]
 
 
 # --- command line -------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run (10)")
-    parser.add_argument("--warmup", type=int, default=2, help="warm-up seconds per server (2)")
-    parser.add_argument("--connections", type=int, default=32, help="wrk connections (32)")
-    parser.add_argument(
-        "--threads", type=int, default=min(2, os.cpu_count() or 1), help="wrk threads (2)"
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog=f"parts: {', '.join(PARTS)}",
     )
-    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated (1,2)")
-    parser.add_argument("--rows", type=int, default=1000, help="rows to seed (1000)")
-    parser.add_argument("--output", type=Path, default=RESULTS_FILE, help="JSON results file")
+    add = parser.add_argument
+    add("--smoke", action="store_true", help="seconds in total, tiny sizes, no verdicts")
+    add("--duration", type=float, help="seconds per load run (10; smoke 0.5)")
+    add("--warmup", type=float, help="warm-up seconds per server (2; smoke 0.2)")
+    add("--connections", type=int, help="connections of the concurrent runs (32; smoke 4)")
+    add("--threads", type=int, default=min(2, os.cpu_count() or 1), help="wrk threads (2)")
+    add("--rows", type=int, help="rows seeded through the API (1000; smoke 120)")
+    add("--deep-rows", type=int, help="rows of the big deep-paging account (1,000,000)")
+    add("--deep-small-rows", type=int, help="rows of the small one (1000)")
+    add("--startup-runs", type=int, help="start-ups measured per kind (3; smoke 1)")
+    add("--repeat", type=int, default=1, help="runs per scenario; the median one is kept (1)")
+    add("--only", help="comma-separated parts to run (default: all)")
+    add("--skip", help="comma-separated parts to leave out")
+    add("--loadgen", choices=("auto", "wrk", "python"), default="auto", help="load generator")
+    add("--output", type=Path, help="JSON file (bench/results/latest.json; smoke: smoke.json)")
     args = parser.parse_args(argv)
-    args.worker_counts = [int(n) for n in args.workers.split(",") if n.strip()]
-    if args.rows < 1 or args.duration < 1 or not args.worker_counts:
-        parser.error("--rows, --duration and --workers must be positive")
-    if args.connections < args.threads:
-        parser.error("--connections must be at least --threads (wrk's rule)")
+    _apply_defaults(args)
+    args.parts = _parts(parser, args.only, args.skip)
+    positive = (args.duration, args.connections, args.repeat, args.startup_runs)
+    if args.rows < data.ROTATING_IDS or min(positive) <= 0:
+        parser.error(
+            f"--rows must be at least {data.ROTATING_IDS}; --duration, --connections, "
+            "--repeat and --startup-runs must be positive"
+        )
     return args
 
 
-# --- processes ----------------------------------------------------------------------------
+def _apply_defaults(args: argparse.Namespace) -> None:
+    args.mode = "smoke" if args.smoke else "full"
+    for name, value in DEFAULTS[args.mode].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.output is None:
+        args.output = RESULTS_DIR / ("smoke.json" if args.smoke else "latest.json")
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+def _parts(parser: argparse.ArgumentParser, only: str | None, skip: str | None) -> list[str]:
+    def names(text: str | None) -> list[str]:
+        found = [n.strip() for n in (text or "").split(",") if n.strip()]
+        unknown = sorted(set(found) - set(PARTS))
+        if unknown:
+            parser.error(f"unknown part(s) {', '.join(unknown)}; parts: {', '.join(PARTS)}")
+        return found
+
+    chosen = names(only) or list(PARTS)
+    left_out = names(skip)
+    return [p for p in PARTS if p in chosen and p not in left_out]
 
 
-def descendants(pid: int) -> list[int]:
-    """Pids of every process below `pid` (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        found.extend(kids)
-        todo.extend(kids)
-    return found
+def choose_loadgen(args: argparse.Namespace) -> str | None:
+    """ "wrk" or "python"; None (after saying why) when a full run has no wrk."""
+    has_wrk = shutil.which("wrk") is not None
+    if args.loadgen == "python" or (args.loadgen == "auto" and args.smoke):
+        return "python"
+    if has_wrk:
+        return "wrk"
+    print(
+        f"bench: wrk not found: {load.WRK_INSTALL_HINT} and retry; or run with --smoke, or "
+        "with --loadgen python (a Python load generator on the same cores: slower, so the "
+        "ratios are less meaningful).",
+        file=sys.stderr,
+    )
+    return None
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    """Terminate `process` (kill it after a timeout), then any of its children left behind."""
-    kids = descendants(process.pid)
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    for pid in kids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+# --- the run ------------------------------------------------------------------------------
 
 
-def log_tail(path: Path, lines: int = 30) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    return ""
+@dataclass
+class Subject:
+    """A server under load and what to send it."""
+
+    label: str
+    engine: str
+    workers: int
+    server: servers.Server
+    get: Load
 
 
-def wait_healthy(server: Server) -> None:
-    """Poll /healthz until it answers 200; fail if the process exits or time runs out."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"{server.name} exited early:\n{log_tail(server.log_path)}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{server.base_url}/healthz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"{server.name} not healthy in time:\n{log_tail(server.log_path)}")
+class Bench:
+    """One run: the settings, the scratch folder and the report being filled."""
 
+    def __init__(self, args: argparse.Namespace, tool: str, workdir: Path) -> None:
+        self.args = args
+        self.tool = tool
+        self.workdir = workdir
+        self.report = Report(args.mode)
+        self.token = data.new_token()
+        self.get_paths: tuple[str, ...] = ()
+        self.concurrent = Shape(args.duration, args.connections, args.threads)
+        self.sequential = Shape(args.duration, 1, 1)
+        self.failed: list[str] = []  # parts that raised (the run goes on without them)
 
-@contextlib.contextmanager
-def serving(name: str, command: list[str], env: dict[str, str], workdir: Path) -> Iterator[Server]:
-    """Start `command` (which must listen on the port in its arguments), yield, stop it."""
-    port = command[command.index("--port") + 1]
-    log_path = workdir / f"{name}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_DIR,
-            env={**os.environ, **env},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches only us; we stop the server ourselves
+    def wants(self, *parts: str) -> bool:
+        return any(part in self.args.parts for part in parts)
+
+    # --- measuring ----------------------------------------------------------------------
+
+    def measure(self, key: str, scenario: str, subject: Subject, work: Load, shape: Shape) -> None:
+        print(
+            f"  {subject.label} ({subject.engine}, {subject.workers} worker(s)): {scenario}, "
+            f"{shape.connections} connection(s) ...",
+            flush=True,
         )
-    server = Server(name, process, f"http://{HOST}:{port}", log_path)
-    try:
-        wait_healthy(server)
-        yield server
-    finally:
-        stop_process(process)
+        runs = [
+            load.run(self.tool, subject.server.base_url, work, shape)
+            for _ in range(self.args.repeat)
+        ]
+        median = sorted(runs, key=lambda stats: stats.rps)[len(runs) // 2]
+        self.report.add(
+            Measurement(
+                key,
+                scenario,
+                subject.label,
+                subject.engine,
+                subject.workers,
+                shape.connections,
+                median,
+                [round(stats.rps, 1) for stats in runs],
+            )
+        )
 
+    def warm_up(self, subject: Subject, at_least: float = 0.0) -> None:
+        seconds = self.args.warmup if self.args.smoke else max(self.args.warmup, at_least)
+        if seconds > 0:
+            load.run(self.tool, subject.server.base_url, subject.get, Shape(seconds, 4))
 
-# --- servers and seeding ------------------------------------------------------------------
+    def remember_memory(self, subject: Subject) -> None:
+        name = f"{subject.label} ({subject.engine}, {subject.workers} worker(s))"
+        self.report.memory[name] = servers.memory(subject.server)
 
+    # --- tunnelgw -----------------------------------------------------------------------
 
-def our_command(workers: int, data_dir: Path) -> list[str]:
-    return [
-        *(sys.executable, "-m", "tunnelgw", "serve"),
-        *("--host", HOST, "--port", str(free_port())),
-        *("--workers", str(workers), "--data-dir", str(data_dir)),
-    ]
+    @contextlib.contextmanager
+    def tunnelgw(self, workers: int, engine: str, url: str | None = None) -> Iterator[Subject]:
+        """tunnelgw serving the bench data dir (or `url`), seeded on first use."""
+        data_dir = self.workdir / f"data-{engine}"
+        command = servers.tunnelgw_command(workers, data_dir, url)
+        env = {"TUNNELGW_BOOTSTRAP_TOKEN": self.token}
+        log = self.workdir / f"tunnelgw-{engine}-{workers}.log"
+        with servers.serving("tunnelgw", command, env, log, "/readyz") as server:
+            seeded = self.workdir / f"seeded-{engine}"
+            if not seeded.exists():
+                seeded.write_text("\n".join(self.seed(server, engine)))
+            paths = tuple(seeded.read_text().splitlines())
+            if engine == "sqlite":
+                self.get_paths = paths
+            yield Subject("tunnelgw", engine, workers, server, Load(paths, self.token))
 
-
-def reference_command(workers: int) -> list[str]:
-    return [
-        *(sys.executable, "-m", "uvicorn", "--factory", "--app-dir", str(BENCH_DIR)),
-        *("--host", HOST, "--port", str(free_port()), "--workers", str(workers)),
-        *("--no-access-log", "reference_app:create_app"),
-    ]
-
-
-def api_headers(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}", "Service-Version": "2"}
-
-
-def seed_via_api(base_url: str, token: str, rows: int) -> list[str]:
-    """Create `rows` backends through the API (one request each); their ids."""
-    created = []
-    with httpx.Client(base_url=base_url, headers=api_headers(token), timeout=10) as client:
-        for _ in range(rows):
-            response = client.post(API_PATH, json=CREATE_BODY)
-            if response.status_code != 201:
-                raise RuntimeError(f"seeding failed: {response.status_code} {response.text}")
-            created.append(response.json()["id"])
-    return created
-
-
-async def seed_database(db_path: Path, rows: int) -> list[str]:
-    """The project's schema in a fresh SQLite file, one account and `rows` backends."""
-    from models import Account, HttpResponseBackend
-    from tunnelgw import ids
-    from tunnelgw.db import Database
-
-    database = Database(f"sqlite:///{db_path}")
-    try:
-        await database.create_schema()
-        async with database.write() as session:
-            account = Account.new(id=ids.new_id(Account.PREFIX), name="bench")
-            session.add(account)
-            await session.flush()
-            backends = [
-                HttpResponseBackend.new(
-                    id=ids.new_id(HttpResponseBackend.PREFIX),
-                    account_id=account.id,
-                    description="bench",
-                    body="hello",
-                    headers={"content-type": "text/plain"},
-                    status_code=200,
-                )
-                for _ in range(rows)
-            ]
-            session.add_all(backends)
-    finally:
-        await database.dispose()
-    return [backend.id for backend in backends]
-
-
-def write_rotating_ids(all_ids: list[str], path: Path) -> Path:
-    """~ROTATING_IDS ids spread evenly over the seeded ones, one per line."""
-    step = max(1, len(all_ids) // ROTATING_IDS)
-    path.write_text("\n".join(all_ids[::step][:ROTATING_IDS]) + "\n")
-    return path
-
-
-# --- wrk ----------------------------------------------------------------------------------
-
-
-def wrk_json(stdout: str) -> dict[str, Any]:
-    for line in stdout.splitlines():
-        if line.startswith("BENCH_JSON "):
-            data: dict[str, Any] = json.loads(line.removeprefix("BENCH_JSON "))
-            return data
-    raise RuntimeError(f"no BENCH_JSON line in wrk output:\n{stdout}")
-
-
-def run_wrk(args: argparse.Namespace, url: str, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """One bounded wrk run of scenario `mode`; the numbers printed by the Lua done()."""
-    command = [
-        *("wrk", f"--threads={args.threads}", f"--connections={args.connections}"),
-        *(f"--duration={extra['duration']}s", "--timeout=5s", f"--script={LUA_SCRIPT}"),
-        *(url, "--", mode, str(extra["ids_file"])),
-    ]
-    done = subprocess.run(
-        command,
-        env={**os.environ, "BENCH_TOKEN": extra["token"]},
-        capture_output=True,
-        text=True,
-        timeout=extra["duration"] + WRK_SLACK_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return wrk_json(done.stdout)
-
-
-def to_result(scenario: str, server: str, workers: int, data: dict[str, Any]) -> Result:
-    latency = data["latency_us"]
-    return Result(
-        scenario=scenario,
-        server=server,
-        workers=workers,
-        requests=data["requests"],
-        rps=round(data["requests"] / (data["duration_us"] / 1e6), 1),
-        p50_ms=latency["p50"] / 1000,
-        p90_ms=latency["p90"] / 1000,
-        p99_ms=latency["p99"] / 1000,
-        mean_ms=round(latency["mean"] / 1000, 3),
-        max_ms=latency["max"] / 1000,
-        non_2xx=data["non_2xx"],
-        socket_errors=sum(data["socket_errors"].values()),
-        non_2xx_sample=data["non_2xx_sample"],
-        socket_error_detail=data["socket_errors"],
-    )
-
-
-def measure(
-    args: argparse.Namespace, server: Server, workers: int, scenarios: tuple[str, ...], wrk: dict
-) -> list[Result]:
-    """A discarded warm-up run, then one measured run per scenario."""
-    if args.warmup > 0:
-        run_wrk(args, server.base_url, "get", {**wrk, "duration": args.warmup})
-    results = []
-    for scenario in scenarios:
-        print(f"  {server.name}, {workers} worker(s): {scenario} ...", flush=True)
-        data = run_wrk(args, server.base_url, scenario, {**wrk, "duration": args.duration})
-        results.append(to_result(scenario, server.name, workers, data))
-    return results
-
-
-# --- one worker count ---------------------------------------------------------------------
-
-
-def bench_ours(args: argparse.Namespace, workers: int, workdir: Path) -> list[Result]:
-    token = "tgw_bench" + secrets.token_hex(16)
-    env = {"TUNNELGW_BOOTSTRAP_TOKEN": token}
-    with serving("tunnelgw", our_command(workers, workdir / "data"), env, workdir) as server:
+    def seed(self, server: servers.Server, engine: str) -> tuple[str, ...]:
+        """Rows through the API; the GET paths rotating over them."""
         started = time.monotonic()
-        seeded = seed_via_api(server.base_url, token, args.rows)
-        print(f"  seeded {len(seeded)} rows via the API in {time.monotonic() - started:.1f}s")
-        ids_file = write_rotating_ids(seeded, workdir / "ours-ids.txt")
-        wrk = {"token": token, "ids_file": ids_file}
-        return measure(args, server, workers, OUR_SCENARIOS, wrk)
+        seeded = data.seed_via_api(server.base_url, self.token, self.args.rows)
+        print(f"  seeded {len(seeded)} rows ({engine}) in {time.monotonic() - started:.1f}s")
+        return data.rotating_paths(seeded)
+
+    def run_single(self, subject: Subject, scenarios: list[str], key_prefix: str = "") -> None:
+        """`scenarios` (of SINGLE) on a warmed-up 1-worker server, then its memory."""
+        data.check_answer(subject.server.base_url, self.token, subject.get.paths[0])
+        self.warm_up(subject)
+        runs = {
+            "get": ("get", "GET by id", subject.get, self.concurrent),
+            "seq": ("get_seq", "GET by id", subject.get, self.sequential),
+            "list": ("list", "list of 100", Load((LIST_PATH,), self.token), self.concurrent),
+            "create": (
+                "create",
+                "create",
+                Load((data.API_PATH,), self.token, data.CREATE_BYTES),
+                self.concurrent,
+            ),
+        }
+        for scenario in scenarios:
+            key, name, work, shape = runs[scenario]
+            self.measure(key_prefix + key, name, subject, work, shape)
+        self.remember_memory(subject)
+
+    def part_tunnelgw(self) -> None:
+        print("== tunnelgw, SQLite, 1 worker", flush=True)
+        with self.tunnelgw(1, "sqlite") as subject:
+            self.run_single(subject, [p for p in SINGLE if self.wants(p)])
+
+    def part_workers2(self) -> None:
+        print("== tunnelgw, SQLite, 2 workers", flush=True)
+        with self.tunnelgw(2, "sqlite") as subject:
+            self.warm_up(subject)
+            self.measure("get_2w", "GET by id", subject, subject.get, self.concurrent)
+            self.remember_memory(subject)
+
+    # --- references ---------------------------------------------------------------------
+
+    def part_reference(self) -> None:
+        db_path = self.workdir / "reference" / "tunnelgw.db"
+        db_path.parent.mkdir()
+        token, seeded = data.prepare_reference_db(db_path, self.args.rows)
+        work = Load(data.rotating_paths(seeded), token)
+        env = {"BENCH_REFERENCE_DB": str(db_path)}
+        for workers in (1, 2) if self.wants("workers2") else (1,):
+            print(f"== bare reference (Starlette + sqlite3), {workers} worker(s)", flush=True)
+            command = servers.uvicorn_command("create_app", workers)
+            log = self.workdir / f"reference-{workers}.log"
+            with servers.serving("reference", command, env, log, "/healthz") as server:
+                subject = Subject("bare reference", "sqlite", workers, server, work)
+                data.check_answer(server.base_url, token, work.paths[0])
+                self.warm_up(subject)
+                key = "ref_get" if workers == 1 else "ref_get_2w"
+                self.measure(key, "GET by id", subject, work, self.concurrent)
+
+    def part_constant(self) -> None:
+        print("== constant JSON (Starlette)", flush=True)
+        command = servers.uvicorn_command("create_constant_app", 1)
+        work = Load(self.paths_for_others(), self.token)
+        log = self.workdir / "constant.log"
+        with servers.serving("constant", command, {}, log, "/healthz") as s:
+            subject = Subject("constant JSON", "-", 1, s, work)
+            self.warm_up(subject)
+            self.measure("const_get", "GET by id", subject, work, self.concurrent)
+
+    def paths_for_others(self) -> tuple[str, ...]:
+        """GET paths for servers without our data: the seeded ids, or well-formed ones."""
+        if self.get_paths:
+            return self.get_paths
+        from tunnelgw import ids
+
+        made = [ids.new_id("bkdhr") for _ in range(data.ROTATING_IDS)]
+        return tuple(f"{data.API_PATH}/{id_}" for id_ in made)
+
+    def part_prism(self) -> None:
+        print("== Prism mock of openapi.yaml", flush=True)
+        if self.args.smoke:
+            self.report.note("Prism skipped in --smoke")
+            return
+        prism, why = servers.ensure_prism()
+        if prism is None:
+            self.report.note(f"Prism skipped: {why}")
+            return
+        self.report.info["prism"] = f"{servers.prism_version(prism)}, {why}"
+        work = Load(self.paths_for_others(), "bench")
+        command = servers.prism_command(prism)
+        with servers.serving("prism", command, {}, self.workdir / "prism.log", "/healthz") as s:
+            subject = Subject("Prism", "-", 1, s, work)
+            data.check_answer(s.base_url, "bench", work.paths[0])
+            self.warm_up(subject, at_least=PRISM_WARMUP_S)
+            self.measure("prism_get", "GET by id", subject, work, self.concurrent)
+            self.remember_memory(subject)
+
+    # --- PostgreSQL ---------------------------------------------------------------------
+
+    def part_pg(self) -> None:
+        print("== tunnelgw, PostgreSQL, 1 worker", flush=True)
+        from tests import pgcluster
+
+        try:
+            binaries = pgcluster.find_binaries()
+        except RuntimeError as exc:
+            self.report.note(f"PostgreSQL skipped: {exc}")
+            return
+        self.report.info["postgresql"] = str(binaries)
+        with pgcluster.cluster() as base:
+            url = pgcluster.create_database(base, "tunnelgw_bench")
+            with self.tunnelgw(1, "postgresql", url) as subject:
+                self.run_single(subject, ["get", "list", "create"], key_prefix="pg_")
+            if self.wants("deep"):
+                self.deep_pg(url)
+
+    def deep_pg(self, url: str) -> None:
+        layout = deep.Layout.new(self.args.deep_rows, self.args.deep_small_rows)
+        print(f"  deep paging on PostgreSQL: inserting {layout.big:,} + {layout.small:,} rows")
+        started = time.monotonic()
+        accounts = deep.bulk_insert_pg(url, layout)
+        print(f"  bulk insert and ANALYZE: {time.monotonic() - started:.1f}s")
+        for which, account in enumerate(accounts):
+            sql, args = deep.server_page_sql("postgresql", account, layout.middle_ids(which)[0])
+            plan = deep.explain_pg(url, ("big", "small")[which], sql, args)
+            self.report.plans.append(plan)
+            self.report.info[f"pg_page_execution_ms_{plan.account}"] = deep.pg_execution_ms(plan)
+
+    # --- start-up -----------------------------------------------------------------------
+
+    def part_startup(self) -> None:
+        print("== start-up to /readyz (tunnelgw, SQLite, 1 worker)", flush=True)
+        env = {"TUNNELGW_BOOTSTRAP_TOKEN": self.token}
+        runs = self.args.startup_runs
+        fresh, migrated = [], []
+        kept = self.workdir / "startup-kept"
+        for n in range(runs):
+            data_dir = kept if n == 0 else self.workdir / f"startup-fresh-{n}"
+            command = servers.tunnelgw_command(1, data_dir)
+            fresh.append(servers.startup_seconds(command, env, self.workdir / "startup.log"))
+        for _ in range(runs):
+            command = servers.tunnelgw_command(1, kept)
+            migrated.append(servers.startup_seconds(command, env, self.workdir / "startup.log"))
+        self.report.startup_s = {"migrated": migrated, "fresh": fresh}
+        print(f"  median: migrated {statistics.median(migrated):.2f}s, ", end="")
+        print(f"fresh {statistics.median(fresh):.2f}s")
+
+    # --- deep paging --------------------------------------------------------------------
+
+    def part_deep(self) -> None:
+        layout = deep.Layout.new(self.args.deep_rows, self.args.deep_small_rows)
+        print(f"== deep paging, SQLite: {layout.big:,} rows against {layout.small:,}", flush=True)
+        data_dir = self.workdir / "data-deep"
+        data_dir.mkdir()
+        db_path = data_dir / "tunnelgw.db"
+        url = data.sqlite_url(db_path)
+        from tunnelgw import migrate
+
+        migrate.upgrade(url)
+        creds = data.create_accounts(url, 2)
+        started = time.monotonic()
+        deep.bulk_insert_sqlite(db_path, layout, [c.account_id for c in creds])
+        print(f"  bulk insert: {time.monotonic() - started:.1f}s")
+        for which, cred in enumerate(creds):
+            sql, args = deep.server_page_sql("sqlite", cred.account_id, layout.middle_ids(which)[0])
+            account = ("big", "small")[which]
+            self.report.plans.append(deep.explain_sqlite(db_path, account, sql, args))
+        command = servers.tunnelgw_command(1, data_dir)
+        with servers.serving("tunnelgw", command, {}, self.workdir / "deep.log", "/readyz") as s:
+            for which, (key, name) in enumerate((("deep_big", "big"), ("deep_small", "small"))):
+                paths = deep.page_paths(layout.middle_ids(which))
+                subject = Subject("tunnelgw", "sqlite", 1, s, Load(paths, creds[which].token))
+                data.check_answer(s.base_url, creds[which].token, paths[0])
+                self.warm_up(subject)
+                rows = layout.big if which == 0 else layout.small
+                scenario = f"page mid-{name} ({rows:,} rows)"
+                self.measure(key, scenario, subject, subject.get, self.sequential)
+
+    # --- all ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        steps = [
+            (SINGLE, self.part_tunnelgw),
+            (("workers2",), self.part_workers2),
+            (("reference",), self.part_reference),
+            (("constant",), self.part_constant),
+            (("prism",), self.part_prism),
+            (("pg",), self.part_pg),
+            (("startup",), self.part_startup),
+            (("deep",), self.part_deep),
+        ]
+        for parts, step in steps:
+            if not self.wants(*parts):
+                continue
+            try:
+                step()
+            except Exception as exc:  # reported; the exit status says so
+                self.failed.append(f"{step.__name__}: {exc}")
+                print(f"bench: {step.__name__} failed, going on: {exc}", file=sys.stderr)
 
 
-def bench_reference(args: argparse.Namespace, workers: int, workdir: Path) -> list[Result]:
-    db_path = workdir / "reference.db"
-    seeded = asyncio.run(seed_database(db_path, args.rows))
-    ids_file = write_rotating_ids(seeded, workdir / "reference-ids.txt")
-    env = {"BENCH_REFERENCE_DB": str(db_path)}
-    with serving("reference", reference_command(workers), env, workdir) as server:
-        wrk = {"token": "unused", "ids_file": ids_file}
-        return measure(args, server, workers, ("get",), wrk)
-
-
-def bench_workers(args: argparse.Namespace, workers: int) -> list[Result]:
-    print(f"== {workers} worker(s)", flush=True)
-    with tempfile.TemporaryDirectory(prefix="tunnelgw-bench-") as tmp:
-        ours = bench_ours(args, workers, Path(tmp))
-        return ours + bench_reference(args, workers, Path(tmp))
-
-
-# --- report -------------------------------------------------------------------------------
-
-
-def ratios(results: list[Result]) -> list[dict[str, Any]]:
-    """ours/reference for GET by id, per worker count."""
-    found = []
-    gets = {(r.server, r.workers): r for r in results if r.scenario == "get"}
-    for (server, workers), ours in gets.items():
-        ref = gets.get(("reference", workers))
-        if server != "tunnelgw" or ref is None:
-            continue
-        found.append(
-            {
-                "workers": workers,
-                "rps_ratio": round(ours.rps / ref.rps, 3) if ref.rps else None,
-                "p50_ratio": round(ours.p50_ms / ref.p50_ms, 3) if ref.p50_ms else None,
-                "p99_ratio": round(ours.p99_ms / ref.p99_ms, 3) if ref.p99_ms else None,
-            }
-        )
-    return found
-
-
-def table(results: list[Result], found_ratios: list[dict[str, Any]]) -> str:
-    head = ("scenario", "server", "workers", "req/s", "p50 ms", "p99 ms", "non-2xx", "sock err")
-    rows = [
-        (
-            r.scenario,
-            r.server,
-            r.workers,
-            f"{r.rps:.0f}",
-            f"{r.p50_ms:.2f}",
-            f"{r.p99_ms:.2f}",
-            r.non_2xx,
-            r.socket_errors,
-        )
-        for r in results
-    ]
-    widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(v).rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    header = "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))
-    lines = [header, "-" * len(header), *lines, ""]
-    for r in found_ratios:
-        lines.append(
-            f"GET by id, {r['workers']} worker(s), tunnelgw/reference: "
-            f"req/s x{r['rps_ratio']}, p50 x{r['p50_ratio']}, p99 x{r['p99_ratio']}"
-        )
-    return "\n".join(lines)
-
-
-def machine(load_at_start: float) -> dict[str, Any]:
-    meminfo = Path("/proc/meminfo").read_text().splitlines()[0].split()
-    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False)
-    return {
-        "cpus": os.cpu_count(),
-        "mem_total_kib": int(meminfo[1]),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "wrk": wrk.stdout.splitlines()[0] if wrk.stdout else "?",
-        "loadavg_1m_at_start": round(load_at_start, 2),
-        "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
-    }
+# --- main ---------------------------------------------------------------------------------
 
 
 def warn_if_busy() -> float:
     """The figures are only comparable on an otherwise idle machine; say so if it is not."""
-    load = os.getloadavg()[0]
-    if load > 0.5 * (os.cpu_count() or 1):
+    load_now = os.getloadavg()[0]
+    if load_now > 0.5 * (os.cpu_count() or 1):
         print(
-            f"bench: WARNING: 1-minute load average is {load:.2f} before starting; other "
+            f"bench: WARNING: 1-minute load average is {load_now:.2f} before starting; other "
             "processes will skew the figures.",
             file=sys.stderr,
         )
-    return load
-
-
-def git_state() -> dict[str, Any]:
-    """The commit benchmarked, and whether files outside bench/ had uncommitted changes."""
-
-    def git(*argv: str) -> str:
-        done = subprocess.run(
-            ["git", *argv], cwd=REPO_DIR, capture_output=True, text=True, check=False
-        )
-        return done.stdout.strip()
-
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--", ".", ":!bench")),
-    }
-
-
-def write_json(
-    args: argparse.Namespace, results: list[Result], found: list[dict], load_at_start: float
-) -> None:
-    settings = {k: v for k, v in vars(args).items() if k not in ("output", "worker_counts")}
-    report = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": shlex.join(["python", *sys.argv]),
-        "machine": machine(load_at_start),
-        "git": git_state(),
-        "settings": settings,
-        "results": [asdict(r) for r in results],
-        "ratios": found,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-
-
-def report_failures(results: list[Result]) -> bool:
-    """Print every run with non-2xx responses or socket errors; whether there were any."""
-    bad = [r for r in results if r.non_2xx or r.socket_errors]
-    for r in bad:
-        print(
-            f"WARNING: {r.scenario} on {r.server} ({r.workers} worker(s)): "
-            f"{r.non_2xx} non-2xx, socket errors {r.socket_error_detail}; "
-            f"first non-2xx: {r.non_2xx_sample or '-'}",
-            file=sys.stderr,
-        )
-    return bool(bad)
+    return load_now
 
 
 def _interrupt(_signum: int, _frame: Any) -> None:
@@ -484,28 +461,31 @@ def _interrupt(_signum: int, _frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if shutil.which("wrk") is None:
-        print(
-            "bench: wrk not found. Install it (Debian/Ubuntu: apt-get install wrk) and retry.",
-            file=sys.stderr,
-        )
-        return 2
     args = parse_args(argv)
+    tool = choose_loadgen(args)
+    if tool is None:
+        return 2
     signal.signal(signal.SIGTERM, _interrupt)  # stop our servers on SIGTERM as on Ctrl-C
     load_at_start = warn_if_busy()
-    results: list[Result] = []
-    try:
-        for workers in args.worker_counts:
-            results.extend(bench_workers(args, workers))
-    except KeyboardInterrupt:
-        print("bench: interrupted; servers stopped.", file=sys.stderr)
-        return 130
-    found = ratios(results)
-    print()
-    print(table(results, found))
-    write_json(args, results, found, load_at_start)
+    print(f"bench: {args.mode} run, parts {','.join(args.parts)}, load generator {tool}")
+    import report
+
+    with tempfile.TemporaryDirectory(prefix="tunnelgw-bench-") as tmp:
+        bench = Bench(args, tool, Path(tmp))
+        try:
+            bench.run()
+        except KeyboardInterrupt:
+            print("bench: interrupted; servers stopped.", file=sys.stderr)
+            return 130
+    judged = report.print_report(bench.report)
+    settings = {k: v for k, v in vars(args).items() if k not in ("output", "smoke")}
+    settings["loadgen"] = tool
+    report.write_json(args.output, bench.report, judged, settings, load_at_start)
     print(f"\nresults written to {args.output}")
-    return 1 if report_failures(results) else 0
+    failed = bench.failed + report.failures(bench.report)
+    for line in failed:
+        print(f"bench: WARNING: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ class ApplicationUser(AccountScoped, table=True):
             "username": self.username,
             "email": self.email,
             "name": self.name,
-            "created_at": timefmt.rfc3339(self.created_at),
-            "last_active": timefmt.rfc3339(self.last_active),
-            "last_login": timefmt.rfc3339(self.last_login),
+            "created_at": self.api_time("created_at"),
+            "last_active": self.api_time("last_active"),
+            "last_login": self.api_time("last_login"),
         }

@@ -29,6 +29,12 @@ class Row(SQLModel):
         made: Self = records.new(cls, **values)
         return made
 
+    def api_time(self, name: str) -> str | None:
+        """The timestamp column `name` as the wire shows it (RFC 3339 with `Z`), None when
+        unset; rendered from the stored text when the row has not parsed it. (Each record
+        class replaces this with a direct lookup of its timestamp columns.)"""
+        return records.wire_time(self, name)
+
 
 class AccountScoped(Row):
     """Columns of every account-owned resource: id, owner account, creation time."""
@@ -42,7 +48,7 @@ class AccountScoped(Row):
 
     @property
     def uri(self) -> str:
-        return urls.absolute(f"{self.PATH}/{self.id}")
+        return f"{urls.base()}{self.PATH}/{self.id}"
 
     def to_api(self) -> dict[str, Any]:  # pragma: no cover - every table overrides it
         raise NotImplementedError
@@ -64,7 +70,7 @@ class DescribedResource(AccountScoped, Described):
         return {
             "id": self.id,
             "uri": self.uri,
-            "created_at": timefmt.rfc3339(self.created_at),
+            "created_at": self.api_time("created_at"),
             "description": self.description,
             "metadata": self.meta,
         }

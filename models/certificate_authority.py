@@ -9,7 +9,6 @@ from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource
-from tunnelgw import timefmt
 
 
 class CertificateAuthority(DescribedResource, table=True):
@@ -31,8 +30,8 @@ class CertificateAuthority(DescribedResource, table=True):
             **self.common_api(),
             "ca_pem": self.ca_pem,
             "subject_common_name": self.subject_common_name,
-            "not_before": timefmt.rfc3339(self.not_before),
-            "not_after": timefmt.rfc3339(self.not_after),
+            "not_before": self.api_time("not_before"),
+            "not_after": self.api_time("not_after"),
             "key_usages": list(self.key_usages),
             "extended_key_usages": list(self.extended_key_usages),
         }

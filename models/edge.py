@@ -49,7 +49,7 @@ class Edge(DescribedResource, table=True):
 
     @property
     def uri(self) -> str:
-        return urls.absolute(f"{self.PATH}/{self.kind}/{self.id}")
+        return f"{urls.base()}{self.PATH}/{self.kind}/{self.id}"
 
     def to_api(self, routes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The API shape of the edge's kind; `routes` (API shapes) for an HTTPS edge."""

@@ -10,7 +10,7 @@ from sqlmodel import Field
 
 from models.base import DescribedResource, id_field
 from models.edge import backend_module
-from tunnelgw import timefmt, urls
+from tunnelgw import urls
 
 # The route modules this server does not model: always null.
 UNMODELLED_MODULES = (
@@ -48,14 +48,14 @@ class EdgeRoute(DescribedResource, table=True):
 
     @property
     def uri(self) -> str:
-        return urls.absolute(f"{self.PATH}/{self.edge_id}/routes/{self.id}")
+        return f"{urls.base()}{self.PATH}/{self.edge_id}/routes/{self.id}"
 
     def to_api(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "uri": self.uri,
             "edge_id": self.edge_id,
-            "created_at": timefmt.rfc3339(self.created_at),
+            "created_at": self.api_time("created_at"),
             "match_type": self.match_type,
             "match": self.match,
             "description": self.description,

@@ -10,7 +10,7 @@ from sqlalchemy import Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import certmanagement, timefmt, urls
+from tunnelgw import certmanagement, urls
 from tunnelgw.db import Query, Unit
 
 
@@ -57,10 +57,10 @@ class ReservedDomain(DescribedResource, table=True):
             job = {
                 "error_code": self.job_error_code,
                 "msg": self.job_msg or "",
-                "started_at": timefmt.rfc3339(self.job_started_at),
-                "retries_at": timefmt.rfc3339_or_none(self.job_retries_at),
+                "started_at": self.api_time("job_started_at"),
+                "retries_at": self.api_time("job_retries_at"),
             }
-        return {"renews_at": timefmt.rfc3339_or_none(self.renews_at), "provisioning_job": job}
+        return {"renews_at": self.api_time("renews_at"), "provisioning_job": job}
 
     def to_api(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,6 @@ from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import timefmt
 from tunnelgw.db import Query, Unit
 
 
@@ -47,8 +46,8 @@ class SshUserCertificate(DescribedResource, table=True):
             "principals": list(self.principals),
             "critical_options": dict(self.critical_options),
             "extensions": dict(self.extensions),
-            "valid_after": timefmt.rfc3339(self.valid_after),
-            "valid_until": timefmt.rfc3339(self.valid_until),
+            "valid_after": self.api_time("valid_after"),
+            "valid_until": self.api_time("valid_until"),
             "certificate": self.certificate,
         }
 

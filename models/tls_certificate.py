@@ -11,7 +11,6 @@ from sqlalchemy import JSON, Index, LargeBinary, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import timefmt
 from tunnelgw.crypto.tls import CertificateFields
 
 
@@ -59,9 +58,9 @@ class TlsCertificate(DescribedResource, table=True):
                 "dns_names": list(names.get("dns_names", [])),
                 "ips": list(names.get("ips", [])),
             },
-            "issued_at": timefmt.rfc3339_or_none(self.issued_at),
-            "not_before": timefmt.rfc3339(self.not_before),
-            "not_after": timefmt.rfc3339(self.not_after),
+            "issued_at": self.api_time("issued_at"),
+            "not_before": self.api_time("not_before"),
+            "not_after": self.api_time("not_after"),
             "key_usages": list(self.key_usages),
             "extended_key_usages": list(self.extended_key_usages),
             "private_key_type": self.private_key_type,

@@ -36,7 +36,7 @@ class Tunnel(DescribedResource, table=True):
             "id": self.id,
             "uri": self.uri,
             "public_url": self.public_url,
-            "started_at": timefmt.rfc3339(self.started_at),
+            "started_at": self.api_time("started_at"),
             "metadata": self.meta,
             "proto": self.proto,
             "region": self.region,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,13 @@ from connexion.exceptions import ProblemException
 from connexion.jsonifier import Jsonifier
 from connexion.middleware.exceptions import ExceptionMiddleware
 from connexion.middleware.lifespan import LifespanMiddleware
-from connexion.middleware.routing import RoutingMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
-from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
+from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, middleware, pipeline
+from tunnelgw import db, logconfig, middleware, pipeline, routing
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -50,8 +49,10 @@ class _OrjsonText:
 
 
 def load_spec() -> dict[str, Any]:
+    """The parsed `openapi.yaml` (libyaml's parser when PyYAML has it: ten times faster)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with SPEC_FILE.open(encoding="utf-8") as fh:
-        spec: dict[str, Any] = yaml.safe_load(fh)
+        spec: dict[str, Any] = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
     return spec
 
 
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         keys.init(settings)  # `tunnelgw serve` created it before the workers started
         database = db.init(settings.resolved_database_url())
+        logconfig.lean_records()
         # What start-up built (spec, operations, validators, modules) lives as long as the
         # process: keep it out of the collector's full passes, which otherwise stall requests.
         gc.collect()
@@ -91,11 +93,28 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         middlewares=middlewares(settings),
     )
     spec = apply_settings(load_spec(), settings)
-    app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
+    with _shipped_spec():
+        app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     render = ErrorRenderer(spec)
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render.render)
     return app
+
+
+@contextmanager
+def _shipped_spec() -> Iterator[None]:
+    """Connexion validates a spec against the OpenAPI schema each time it loads one, about
+    half of start-up. The spec is the one shipped with the package, which the test suite
+    validates (tests/unit/test_spec.py), so the check is skipped while the app loads it."""
+    own = OpenAPISpecification.__dict__.get("_validate_spec")  # inherited in Connexion 3.3
+    OpenAPISpecification._validate_spec = classmethod(lambda _cls, _spec: None)
+    try:
+        yield
+    finally:
+        if own is None:
+            del OpenAPISpecification._validate_spec
+        else:
+            OpenAPISpecification._validate_spec = own
 
 
 def middlewares(settings: Settings) -> list[Any]:
@@ -107,8 +126,8 @@ def middlewares(settings: Settings) -> list[Any]:
         ServerErrorMiddleware,
         functools.partial(middleware.RequestContext, public_url=settings.resolved_public_url()),
         ExceptionMiddleware,
-        SwaggerUIMiddleware,
-        RoutingMiddleware,
+        routing.SwaggerUIMiddleware,
+        routing.RoutingMiddleware,
         functools.partial(pipeline.OperationMiddleware, max_body_bytes=settings.max_body_bytes),
         LifespanMiddleware,
     ]

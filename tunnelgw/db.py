@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import inspect as sa_inspect
-from sqlalchemy.dialects import postgresql as sa_postgresql
-from sqlalchemy.dialects import sqlite as sa_sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
@@ -91,15 +92,22 @@ class _Plan:
     shape: Callable[[Sequence[Any]], Any] | None  # result row -> item; None for DML
 
 
-_SA_DIALECTS = {
-    "sqlite": sa_sqlite.dialect(),
-    "postgresql": sa_postgresql.psycopg.dialect(),  # type: ignore[no-untyped-call]
-}
+@functools.cache
+def _sa_dialect(name: str) -> Any:
+    """SQLAlchemy's dialect that compiles statements for `name` (imported on first use: a
+    SQLite server never loads the PostgreSQL dialect)."""
+    if name == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.dialect()
+    from sqlalchemy.dialects.postgresql import psycopg
+
+    return psycopg.dialect()  # type: ignore[no-untyped-call]
 
 
 def _compile(statement: ClauseElement, dialect: str) -> _Plan:
     compiled: Any = statement.compile(
-        dialect=_SA_DIALECTS[dialect], compile_kwargs={"render_postcompile": True}
+        dialect=_sa_dialect(dialect), compile_kwargs={"render_postcompile": True}
     )
     names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
     shape = _shape(statement, dialect) if isinstance(statement, Select) else None
@@ -178,19 +186,33 @@ class _SqliteConnection:
 
 
 class _PgConnection:
-    __slots__ = ("raw",)
+    """A pooled psycopg connection and its one cursor (kept with the connection: a cursor per
+    statement costs more than the statement's own Python work)."""
+
+    __slots__ = ("cursor", "raw")
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
+        cursor = _CURSORS.get(raw)
+        if cursor is None:
+            cursor = _CURSORS[raw] = raw.cursor()
+        self.cursor = cursor
 
     async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        cursor = await self.raw.execute(sql, args)
-        return await cursor.fetchall() if cursor.description is not None else []
+        cursor = self.cursor
+        await cursor.execute(sql, args)
+        return await cursor.fetchall()  # type: ignore[no-any-return]
 
     async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
-        cursor = await self.raw.execute(sql, args)
-        rows = await cursor.fetchall() if cursor.description is not None else []
+        cursor = self.cursor
+        await cursor.execute(sql, args)
+        result = cursor.pgresult
+        rows = await cursor.fetchall() if result is not None and result.status == _TUPLES_OK else []
         return rows, cursor.rowcount
+
+
+_CURSORS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_TUPLES_OK = 2  # psycopg.pq.ExecStatus.TUPLES_OK: the statement returned rows
 
 
 # --- units of work ------------------------------------------------------------------------
@@ -428,12 +450,58 @@ class _ReadScope:
         database = self._database
         if database.is_sqlite:
             return Unit(database._sqlite(writer=False), "sqlite", writes=False)
+        shared = _shared.get()
+        if shared is not None and shared.database is database:
+            return Unit(await shared.connection(), "postgresql", writes=False)
         self._lease = (await database._pg_pool()).connection()
         return Unit(_PgConnection(await self._lease.__aenter__()), "postgresql", writes=False)
 
     async def __aexit__(self, *exc: Any) -> None:
         if self._lease is not None:
             await self._lease.__aexit__(*exc)
+
+
+class _SharedReads:
+    """The one PostgreSQL connection the units of a request share (taken from the pool at
+    the first unit, given back when the request ends): the credential check and the
+    handler's units cost one checkout, not one each, and a request never holds a connection
+    while waiting for another (which, with many requests, would exhaust the pool). A write
+    unit runs its transaction on it (units of one request run one after another)."""
+
+    __slots__ = ("_conn", "_lease", "_token", "database")
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self._lease: Any = None
+        self._conn: _PgConnection | None = None
+        self._token: Any = None
+
+    async def connection(self) -> _PgConnection:
+        if self._conn is None:
+            self._lease = (await self.database._pg_pool()).connection()
+            self._conn = _PgConnection(await self._lease.__aenter__())
+        return self._conn
+
+    async def __aenter__(self) -> None:
+        self._token = _shared.set(self)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        _shared.reset(self._token)
+        if self._lease is not None:
+            self._conn = None
+            await self._lease.__aexit__(*exc)
+
+
+class _NoScope:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_SCOPE = _NoScope()
+_shared: ContextVar[_SharedReads | None] = ContextVar("tunnelgw_shared_reads", default=None)
 
 
 class _WriteScope:
@@ -456,12 +524,17 @@ class _WriteScope:
                 database._write_lock.release()
                 raise
         else:
-            self._lease = (await database._pg_pool()).connection()
-            self._conn = _PgConnection(await self._lease.__aenter__())
+            shared = _shared.get()
+            if shared is not None and shared.database is database:
+                self._conn = await shared.connection()
+            else:
+                self._lease = (await database._pg_pool()).connection()
+                self._conn = _PgConnection(await self._lease.__aenter__())
             try:
                 await self._conn.run("BEGIN", ())
             except BaseException as exc:
-                await self._lease.__aexit__(type(exc), exc, exc.__traceback__)
+                if self._lease is not None:
+                    await self._lease.__aexit__(type(exc), exc, exc.__traceback__)
                 raise
         self._unit = Unit(self._conn, database.dialect, writes=True)
         return self._unit
@@ -487,7 +560,7 @@ class _WriteScope:
         finally:
             if self._database.is_sqlite:
                 self._database._write_lock.release()
-            else:
+            elif self._lease is not None:
                 await self._lease.__aexit__(None, None, None)
 
     async def _rollback(self) -> None:
@@ -543,6 +616,13 @@ def current() -> Database:
 def read() -> _ReadScope:
     """`async with db.read() as unit:` on the process's database."""
     return current().read()
+
+
+def request_scope() -> _SharedReads | _NoScope:
+    """`async with db.request_scope():` around a request: its units share one PostgreSQL
+    connection (SQLite's units use the process's connections anyway)."""
+    database = current()
+    return _NO_SCOPE if database.is_sqlite else _SharedReads(database)
 
 
 def write() -> _WriteScope:

@@ -8,6 +8,7 @@ order, so byte-wise comparison of ids (binary collation) is creation order.
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import threading
@@ -20,17 +21,28 @@ _BODY = re.compile(r"[0-9A-Za-z]{27}")
 
 _lock = threading.Lock()
 _last = 0
+_BYTE_TO_BASE62 = bytes(ord(ALPHABET[byte % 62]) for byte in range(256))
+# Operation ids need uniqueness, not secrecy: a seeded PRNG, not a system call per request.
+_operation_random = random.Random(secrets.randbits(128))  # noqa: S311
+
+
+# Two base62 digits per step: half the divisions of digit-by-digit encoding.
+_PAIRS = [high + low for high in ALPHABET for low in ALPHABET]
+_PAIR_BASE = 62 * 62
 
 
 def encode_base62(value: int, length: int) -> str:
     """`value` as exactly `length` base62 digits (most significant first)."""
-    digits = []
-    for _ in range(length):
+    parts = []
+    for _ in range(length // 2):
+        value, rem = divmod(value, _PAIR_BASE)
+        parts.append(_PAIRS[rem])
+    if length % 2:
         value, rem = divmod(value, 62)
-        digits.append(ALPHABET[rem])
+        parts.append(ALPHABET[rem])
     if value:
         raise ValueError("value does not fit")
-    return "".join(reversed(digits))
+    return "".join(reversed(parts))
 
 
 def _next_value(now_ms: int) -> int:
@@ -45,6 +57,12 @@ def _next_value(now_ms: int) -> int:
 def new_id(prefix: str) -> str:
     """A fresh id with `prefix`, greater than every id this process made before."""
     return f"{prefix}_{encode_base62(_next_value(time.time_ns() // 1_000_000), BODY_LENGTH)}"
+
+
+def new_operation_id() -> str:
+    """A fresh `op_` id for a request: 27 random base62 characters (it names a request and
+    orders nothing; a byte per character, slightly biased, ~160 bits)."""
+    return "op_" + _operation_random.randbytes(BODY_LENGTH).translate(_BYTE_TO_BASE62).decode()
 
 
 def new_secret(length: int = 43) -> str:

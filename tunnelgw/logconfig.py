@@ -1,10 +1,15 @@
 """Logging for `tunnelgw serve`: uvicorn's configuration plus our loggers, applied by uvicorn
-in every worker process. One access-log line per request comes from `tunnelgw.access`."""
+in every worker process. One access-log line per request comes from `tunnelgw.access`; its
+handler buffers lines and writes them at most `ACCESS_FLUSH_SECONDS` later (or as soon as
+64 KiB are waiting), one write for many requests; every other logger writes each line at once.
+"""
 
 from __future__ import annotations
 
 import copy
 import logging
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -12,6 +17,66 @@ from uvicorn.config import LOGGING_CONFIG
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 _RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message"}
+ACCESS_FLUSH_SECONDS = 0.25
+ACCESS_BUFFER_BYTES = 64 * 1024
+
+
+class TextFormatter(logging.Formatter):
+    """The text format, with the time formatted once per second rather than per line."""
+
+    def __init__(self, fmt: str = TEXT_FORMAT, *args: Any, **kwargs: Any) -> None:
+        super().__init__(fmt, *args, **kwargs)
+        self._second = -1
+        self._text = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._text = time.strftime(self.default_time_format, self.converter(second))
+        return f"{self._text},{int(record.msecs):03d}"
+
+
+class BufferedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that gathers lines and writes them in batches: when 64 KiB wait, or
+    from a background timer `ACCESS_FLUSH_SECONDS` after the first waiting line; `flush()`
+    (and so `logging.shutdown()` at exit) writes whatever waits."""
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self._lines: list[str] = []
+        self._size = 0
+        self._timer: threading.Timer | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+        except Exception:
+            self.handleError(record)
+            return
+        self._lines.append(line)
+        self._size += len(line)
+        if self._size >= ACCESS_BUFFER_BYTES:
+            self.flush()
+        elif self._timer is None:
+            self._timer = threading.Timer(ACCESS_FLUSH_SECONDS, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            lines, self._lines, self._size = self._lines, [], 0
+            timer, self._timer = self._timer, None
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
+            if lines and self.stream is not None:
+                self.stream.write("".join(lines))
+                self.stream.flush()
+        finally:
+            self.release()
 
 
 class JSONFormatter(logging.Formatter):
@@ -30,20 +95,38 @@ class JSONFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+def lean_records() -> None:
+    """Log records without thread and process names, which no format of ours shows and which
+    cost a lookup on every record (one access-log line per request)."""
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+
+
 def log_config(level: str = "info", *, json_logs: bool = False) -> dict[str, Any]:
     """A `logging.config.dictConfig` for uvicorn's `log_config`."""
     config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
-    formatter: dict[str, Any] = (
-        {"()": f"{__name__}.JSONFormatter"} if json_logs else {"format": TEXT_FORMAT}
-    )
+    formatter: dict[str, Any] = {
+        "()": f"{__name__}.JSONFormatter" if json_logs else f"{__name__}.TextFormatter"
+    }
     config["formatters"]["tunnelgw"] = formatter
     config["handlers"]["tunnelgw"] = {
         "class": "logging.StreamHandler",
         "formatter": "tunnelgw",
         "stream": "ext://sys.stderr",
     }
+    config["handlers"]["tunnelgw_access"] = {
+        "()": f"{__name__}.BufferedStreamHandler",
+        "formatter": "tunnelgw",
+        "stream": "ext://sys.stderr",
+    }
     config["loggers"]["tunnelgw"] = {
         "handlers": ["tunnelgw"],
+        "level": level.upper(),
+        "propagate": False,
+    }
+    config["loggers"]["tunnelgw.access"] = {
+        "handlers": ["tunnelgw_access"],
         "level": level.upper(),
         "propagate": False,
     }

@@ -8,6 +8,7 @@ any worker, reports the sum over all of them.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -34,10 +35,20 @@ LATENCY = Histogram(
 )
 
 
+_children: dict[tuple[str | None, str, int], tuple[Any, Any]] = {}
+_MAX_CHILDREN = 4096  # label sets whose metric objects are kept at hand
+
+
 def observe(operation: str | None, method: str, status: int, seconds: float) -> None:
-    name = operation or "unmatched"
-    REQUESTS.labels(name, method, str(status)).inc()
-    LATENCY.labels(name).observe(seconds)
+    key = (operation, method, status)
+    pair = _children.get(key)
+    if pair is None:
+        name = operation or "unmatched"
+        pair = (REQUESTS.labels(name, method, str(status)), LATENCY.labels(name))
+        if len(_children) < _MAX_CHILDREN:
+            _children[key] = pair
+    pair[0].inc()
+    pair[1].observe(seconds)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tunnelgw import ids, metrics, urls
@@ -25,7 +24,7 @@ def operation_id(scope: Scope) -> str:
     """The request's `op_` id (made on first use for requests that bypass RequestContext)."""
     found = scope.get(OPERATION_ID_KEY)
     if found is None:
-        found = scope[OPERATION_ID_KEY] = ids.new_id("op")
+        found = scope[OPERATION_ID_KEY] = ids.new_operation_id()
     return str(found)
 
 
@@ -52,42 +51,52 @@ class RequestContext:
         urls.set_base(self.public_url or _request_base(scope))
         started = time.perf_counter()
         status = 0
+        op_header = (b"operation-id", op_id.encode())
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"operation-id", op_id.encode())]
+                message["headers"] = [*message.get("headers", ()), op_header]
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
-            metrics.observe(spec_operation(scope), scope["method"], status, elapsed)
-            access_log.info(
-                "%s %s %d %.1fms %s %s",
-                scope["method"],
-                scope["path"],
-                status,
-                elapsed * 1000,
-                op_id,
-                spec_operation(scope) or "-",
-                extra={
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 2),
-                    "operation_id": op_id,
-                    "spec_operation": spec_operation(scope),
-                },
-            )
+            operation = spec_operation(scope)
+            metrics.observe(operation, scope["method"], status, elapsed)
+            if access_log.isEnabledFor(logging.INFO):
+                _log_access(scope, status, elapsed, op_id, operation)
+
+
+def _log_access(
+    scope: Scope, status: int, elapsed: float, op_id: str, operation: str | None
+) -> None:
+    """One access-log line. The record is made here rather than by `Logger.info`, which
+    would walk the stack to find the caller on every request."""
+    method, path = scope["method"], scope["path"]
+    record = logging.LogRecord(
+        access_log.name,
+        logging.INFO,
+        __file__,
+        0,
+        "%s %s %d %.1fms %s %s",
+        (method, path, status, elapsed * 1000, op_id, operation or "-"),
+        None,
+    )
+    record.method = method
+    record.path = path
+    record.status = status
+    record.duration_ms = round(elapsed * 1000, 2)
+    record.operation_id = op_id
+    record.spec_operation = operation
+    access_log.handle(record)
 
 
 def _request_base(scope: Scope) -> str:
-    host = Headers(scope=scope).get("host")
-    if not host:
-        server = scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
+    for key, value in scope["headers"]:
+        if key == b"host":
+            return f"{scope.get('scheme', 'http')}://{value.decode('latin-1')}"
+    server = scope.get("server") or ("127.0.0.1", 80)
+    return f"{scope.get('scheme', 'http')}://{server[0]}:{server[1]}"

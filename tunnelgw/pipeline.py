@@ -37,7 +37,7 @@ from jsonschema.exceptions import best_match
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tunnelgw import validation
+from tunnelgw import db, validation
 from tunnelgw.errors import ApiError, Code
 
 VERSION_HEADER = "Service-Version"
@@ -48,6 +48,26 @@ _MISSING = object()
 
 # The token info of the current request's caller (set by the security step).
 token_info: ContextVar[dict[str, Any] | None] = ContextVar("tunnelgw_token_info", default=None)
+
+
+class Compiled:
+    """The jsonschema-rs validator of an OpenAPI schema, compiled at its first use (start-up
+    stays short, and operations nobody calls cost no memory); then reused."""
+
+    __slots__ = ("_validator", "formats", "schema")
+
+    def __init__(self, schema: dict[str, Any], *, formats: bool) -> None:
+        self.schema = schema
+        self.formats = formats
+        self._validator: Any = None
+
+    def get(self) -> Any:
+        validator = self._validator
+        if validator is None:
+            validator = self._validator = jsonschema_rs.Draft4Validator(
+                validation.to_json_schema(self.schema), validate_formats=self.formats
+            )
+        return validator
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,7 @@ class Param:
     kind: str  # the schema's type: integer, string, array, ...
     item_kind: str
     explode: bool
-    validator: Any  # compiled jsonschema-rs validator
+    validator: Compiled
     argument: bool  # the handler takes it
 
     def coerce(self, raw: str) -> Any:
@@ -73,8 +93,9 @@ class Param:
         return raw
 
     def check(self, value: Any) -> None:
-        error = next(iter(self.validator.iter_errors(value)), None)
-        if error is not None:
+        validator = self.validator.get()
+        if not validator.is_valid(value):
+            error = next(iter(validator.iter_errors(value)))
             raise _invalid(self, str(error.message))
 
 
@@ -98,7 +119,7 @@ def _param(spec: dict[str, Any], arguments: set[str], has_kwargs: bool) -> Param
         kind=kind,
         item_kind=schema.get("items", {}).get("type", "string") if kind == "array" else kind,
         explode=spec.get("explode", spec.get("style", "form") == "form"),
-        validator=jsonschema_rs.Draft4Validator(validation.to_json_schema(schema)),
+        validator=Compiled(schema, formats=True),
         argument=has_kwargs or spec["name"] in arguments,
     )
 
@@ -139,14 +160,15 @@ class Operation:
             raise body_too_large(self.max_body_bytes)
         if self.versioned:
             _check_version(headers, self.version_headers)
-        if self.authenticate is not None:
-            token_info.set(await self.authenticate(headers))
-        kwargs = self._arguments(scope)
-        if self.body is not None:
-            body = await self.body.read(scope, headers, receive, self.max_body_bytes)
-            if self.takes_body:
-                kwargs["body"] = body
-        result = await self.handler(**kwargs)
+        async with db.request_scope():
+            if self.authenticate is not None:
+                token_info.set(await self.authenticate(headers))
+            kwargs = self._arguments(scope)
+            if self.body is not None:
+                body = await self.body.read(scope, headers, receive, self.max_body_bytes)
+                if self.takes_body:
+                    kwargs["body"] = body
+            result = await self.handler(**kwargs)
         await self._respond(result, send)
 
     def _arguments(self, scope: Scope) -> dict[str, Any]:
@@ -290,9 +312,8 @@ class _Body:
         self.consumes = [c.lower() for c in operation.consumes]
         self.required = bool(operation.request_body.get("required", False))
         self.schema = operation.body_schema(JSON)
-        self.fast = jsonschema_rs.Draft4Validator(
-            validation.to_json_schema(self.schema), validate_formats=False
-        )
+        # Formats unchecked, as Python jsonschema checks none of those the spec uses.
+        self.fast = Compiled(self.schema, formats=False)
 
     async def read(
         self, scope: Scope, headers: list[tuple[bytes, bytes]], receive: Receive, limit: int
@@ -312,7 +333,7 @@ class _Body:
         body = validation.loads_strict(raw)
         if body is None:
             raise ApiError(Code.INVALID_BODY, "The request body must be a JSON object, not null.")
-        if not self.fast.is_valid(body):
+        if not self.fast.get().is_valid(body):
             raise self._error(body)
         validation.check_extensions(self.schema, body)
         return body
@@ -322,7 +343,7 @@ class _Body:
         if error is not None:
             return validation.schema_error(error)
         # jsonschema-rs is the authority; name what it found.
-        found = next(iter(self.fast.iter_errors(body)))
+        found = next(iter(self.fast.get().iter_errors(body)))
         field = ".".join(str(part) for part in found.instance_path)
         if not field:
             return ApiError(Code.INVALID_BODY, f"The request body is invalid: {found.message}")
@@ -353,27 +374,22 @@ class _Responses:
 
     def __init__(self, operation: AbstractOperation) -> None:
         self.operation_id = operation.operation_id
-        self.validators: dict[int, Any] = {}
+        self.validators: dict[int, Compiled | None] = {}
         for status in operation.responses:
-            if not status.isdigit():
-                continue
-            schema = operation.response_schema(status, JSON)
-            if schema:
-                self.validators[int(status)] = jsonschema_rs.Draft4Validator(
-                    validation.to_json_schema(schema), validate_formats=True
-                )
-            else:
-                self.validators[int(status)] = None
+            if status.isdigit():
+                schema = operation.response_schema(status, JSON)
+                self.validators[int(status)] = Compiled(schema, formats=True) if schema else None
         self.documented = set(self.validators)
 
     def check(self, status: int, body: Any) -> None:
         if status not in self.documented:
             raise validation.nonconforming(f"status {status} is not documented")
-        validator = self.validators[status]
-        if validator is None:
+        compiled = self.validators[status]
+        if compiled is None:
             if body is not None:
                 raise validation.nonconforming(f"status {status} documents no body")
             return
+        validator = compiled.get()
         if validator.is_valid(body):
             return
         error = next(iter(validator.iter_errors(body)))

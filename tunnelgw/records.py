@@ -124,12 +124,13 @@ def record_class(model: type[SQLModel]) -> type[Record]:
         return model
     spec = _spec(model)
     namespace: dict[str, Any] = {
-        "__slots__": spec.attrs,
         "__model__": model,
         "__columns__": spec.attrs,
         "__module__": model.__module__,
         "__qualname__": model.__qualname__,
     }
+    times = [a for a, kind in zip(spec.attrs, spec.kinds, strict=True) if kind == "time"]
+    namespace["__slots__"] = tuple(STORED + a if a in times else a for a in spec.attrs)
     getter = operator.attrgetter(*spec.attrs)
     namespace["__values__"] = (lambda row: (getter(row),)) if len(spec.attrs) == 1 else getter
     for klass in reversed(model.__mro__):
@@ -140,7 +141,73 @@ def record_class(model: type[SQLModel]) -> type[Record]:
                 continue
             _check_copyable(klass, name, value)
             namespace[name] = value
-    return type(model.__name__, (Record,), namespace)
+    cls = type(model.__name__, (Record,), namespace)
+    for name in times:
+        setattr(cls, name, _Timestamp(vars(cls)[STORED + name]))
+    cls.api_time = _api_time(tuple(times))  # type: ignore[attr-defined]
+    return cls
+
+
+def _api_time(times: tuple[str, ...]) -> Callable[[Any, str], str | None]:
+    """The record class's `api_time(name)`: reads the hidden slot of the timestamp `name` and
+    renders stored text by slicing (generated: one branch per timestamp column)."""
+    lines = ["def api_time(row, name):"]
+    for index, name in enumerate(times):
+        keyword = "if" if index == 0 else "elif"
+        lines += [f"    {keyword} name == {name!r}:", f"        value = row.{STORED}{name}"]
+    lines += [
+        "    else:" if times else "    if True:",
+        "        raise AttributeError(f'{type(row).__name__} has no timestamp {name!r}')",
+        "    if value is None:",
+        "        return None",
+        "    if type(value) is str:",
+        "        return value[:10] + 'T' + value[11:19] + 'Z'",
+        "    return rfc3339(value)",
+    ]
+    env: dict[str, Any] = {"rfc3339": timefmt.rfc3339}
+    exec("\n".join(lines), env)  # noqa: S102 - generated from column names, not input
+    function: Callable[[Any, str], str | None] = env["api_time"]
+    return function
+
+
+# The slot behind a timestamp attribute (`created_at` is stored in `_stored_created_at`).
+STORED = "_stored_"
+
+
+class _Timestamp:
+    """A timestamp attribute of a record. A row read from SQLite keeps the stored text
+    (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) until the attribute is first read, which parses it
+    into an aware datetime; the record's `api_time(name)` renders the wire form from either
+    without parsing, so a page of rows renders its timestamps by slicing text."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self.slot = slot  # the member descriptor of the hidden slot
+
+    def __get__(self, record: Any, owner: Any = None) -> Any:
+        if record is None:
+            return self
+        value = self.slot.__get__(record, owner)
+        if type(value) is str:
+            value = stored_time(value)
+            self.slot.__set__(record, value)
+        return value
+
+    def __set__(self, record: Any, value: Any) -> None:
+        self.slot.__set__(record, value)
+
+
+def stored_time(text: str) -> datetime:
+    """The aware UTC datetime of SQLite's stored text."""
+    return datetime.fromisoformat(text[:19] + "+00:00")
+
+
+def wire_time(row: Any, name: str) -> str | None:
+    """The timestamp attribute `name` of `row` as the wire shows it (RFC 3339, `Z`); records
+    have a faster `api_time` of their own (see `_api_time`)."""
+    value = getattr(row, name)
+    return None if value is None else timefmt.rfc3339(value)
 
 
 def _check_copyable(klass: type, name: str, value: Any) -> None:
@@ -195,13 +262,14 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-# SQLite stores timestamps as SQLAlchemy's DATETIME does (`YYYY-MM-DD HH:MM:SS.ffffff`), JSON
-# as text and booleans as 0/1; psycopg decodes PostgreSQL's types itself.
-SQLITE_DECODERS: dict[str, Decoder] = {
-    "time": timefmt.Instant.from_stored,
-    "json": orjson.loads,
-    "bool": bool,
-}
+def _raw(value: Any) -> Any:  # the marker of values a record keeps as stored (timestamps)
+    return value
+
+
+# SQLite stores timestamps as SQLAlchemy's DATETIME does (`YYYY-MM-DD HH:MM:SS.ffffff`; a record
+# keeps the text until read, see _Timestamp), JSON as text and booleans as 0/1; psycopg decodes
+# PostgreSQL's types itself.
+SQLITE_DECODERS: dict[str, Decoder] = {"time": _raw, "json": orjson.loads, "bool": bool}
 PG_DECODERS: dict[str, Decoder] = {}
 
 
@@ -296,7 +364,9 @@ def _loader(
     env: dict[str, Any] = {"new": object.__new__, "cls": cls}
     for index, (attr, kind) in enumerate(zip(attrs, kinds, strict=True)):
         decode = decoders.get(kind)
-        if decode is None:
+        if decode is _raw:
+            lines.append(f"    record.{STORED}{attr} = row[{index}]")
+        elif decode is None:
             lines.append(f"    record.{attr} = row[{index}]")
         else:
             env[f"decode_{index}"] = decode

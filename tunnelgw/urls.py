@@ -16,6 +16,11 @@ def set_base(base: str) -> None:
     _base.set(base.rstrip("/"))
 
 
+def base() -> str:
+    """The public base URL of the current request (no trailing slash)."""
+    return _base.get()
+
+
 def absolute(path: str, **query: object) -> str:
     """`base + path`, with `query` (None values dropped) as a query string."""
     if not query:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import time
 
-from tunnelgw.logconfig import JSONFormatter, log_config
+from tunnelgw.logconfig import BufferedStreamHandler, JSONFormatter, TextFormatter, log_config
 
 
 def test_config_adds_our_logger_at_the_level():
     config = log_config("warning")
     assert config["loggers"]["tunnelgw"]["level"] == "WARNING"
-    assert "format" in config["formatters"]["tunnelgw"]
+    assert config["loggers"]["tunnelgw.access"]["level"] == "WARNING"
+    assert config["formatters"]["tunnelgw"]["()"].endswith("TextFormatter")
 
 
 def test_json_lines_carry_extras_and_exceptions():
@@ -30,3 +33,43 @@ def test_json_lines_carry_extras_and_exceptions():
 
         record.exc_info = sys.exc_info()
     assert "boom" in json.loads(JSONFormatter().format(record))["exception"]
+
+
+def test_text_lines_show_the_time_to_the_millisecond():
+    record = logging.LogRecord("tunnelgw", logging.INFO, "", 0, "hello", None, None)
+    record.created, record.msecs = 1_800_000_000.25, 250.0
+    formatter = TextFormatter()
+    first = formatter.format(record)
+    assert first.endswith(",250 INFO tunnelgw hello")
+    record.msecs = 7.0
+    assert formatter.format(record).endswith(",007 INFO tunnelgw hello")
+    assert formatter.formatTime(record, "%Y") == time.strftime("%Y", time.localtime(record.created))
+
+
+def _line(text: str) -> logging.LogRecord:
+    return logging.LogRecord("tunnelgw.access", logging.INFO, "", 0, text, None, None)
+
+
+def test_access_lines_are_written_in_batches(monkeypatch):
+    stream = io.StringIO()
+    handler = BufferedStreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for n in range(3):
+        handler.handle(
+            logging.LogRecord("tunnelgw.access", logging.INFO, "", 0, f"line {n}", None, None)
+        )
+    assert stream.getvalue() == ""  # waiting for the timer
+    handler.flush()
+    assert stream.getvalue() == "line 0\nline 1\nline 2\n"
+    # A full buffer is written at once; a waiting line is written by the timer.
+    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_BUFFER_BYTES", 10)
+    handler.handle(_line("x" * 20))
+    assert stream.getvalue().endswith("x" * 20 + "\n")
+    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_FLUSH_SECONDS", 0.01)
+    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_BUFFER_BYTES", 1000)
+    handler.handle(_line("late"))
+    deadline = time.monotonic() + 5
+    while not stream.getvalue().endswith("late\n") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.getvalue().endswith("late\n")
+    handler.close()

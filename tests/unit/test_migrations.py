@@ -58,6 +58,10 @@ def test_sync_url_maps_async_drivers():
     assert migrate.sync_url("postgresql+psycopg://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
 
 
+def test_the_head_constant_is_alembics_head():
+    assert migrate.head() == migrate.alembic_head()
+
+
 # Revision 0004 carries the rows of older databases over (fixture rows: the resources it
 # turns into API resources could only be written by fixture files before).
 

@@ -80,15 +80,26 @@ def test_sqlite_timestamps_round_trip_in_sqlalchemys_format():
     text = records.sqlite_time_text(when)
     assert text == "2026-11-21 10:11:14.000500"
     assert records.sqlite_time_text(when.astimezone(timezone_plus_2())) == text
-    read = timefmt.Instant.from_stored(text)
-    assert read == when.replace(microsecond=0)
-    assert read.tzinfo is UTC
-    assert timefmt.rfc3339(read) == "2026-11-21T10:11:14Z"
-    # Arithmetic on a read timestamp is formatted from its value, not the stored text.
-    assert timefmt.rfc3339(read + timedelta(days=1)) == "2026-11-22T10:11:14Z"
-    assert timefmt.rfc3339(timefmt.Instant.from_stored("0999-01-02 03:04:05")) == (
-        "0999-01-02T03:04:05Z"
+    assert records.stored_time(text) == when.replace(microsecond=0)
+    assert records.stored_time("0999-01-02 03:04:05").year == 999
+
+
+def test_a_timestamp_read_from_sqlite_stays_text_until_read():
+    load = records.loader(
+        records.record_class(Edge), ["id", "created_at"], ["", "time"], records.SQLITE_DECODERS
     )
+    row = load(("edgtls_x", "2026-11-21 10:11:14.000000"))
+    # Rendering slices the stored text; nothing is parsed.
+    assert row.api_time("created_at") == "2026-11-21T10:11:14Z"
+    assert type(getattr(row, records.STORED + "created_at")) is str
+    # Reading the attribute parses it once, into an aware UTC datetime.
+    assert row.created_at == datetime(2026, 11, 21, 10, 11, 14, tzinfo=UTC)
+    assert row.created_at.tzinfo is UTC
+    row.created_at = datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert row.api_time("created_at") == "0999-01-02T03:04:05Z"
+    empty = load(("edgtls_y", None))
+    assert (empty.created_at, empty.api_time("created_at")) == (None, None)
+    assert timefmt.rfc3339(row.created_at + timedelta(days=1)) == "0999-01-03T03:04:05Z"
 
 
 def timezone_plus_2():  # type: ignore[no-untyped-def]
@@ -115,7 +126,7 @@ def test_loader_decodes_each_kind_and_keeps_nulls():
     )
     row = load(("edgtls_x", '["a:1"]', 1, "2026-01-01 00:00:00.000000"))
     assert (row.id, row.hostports, row.backend_enabled) == ("edgtls_x", ["a:1"], True)
-    assert timefmt.rfc3339(row.created_at) == "2026-01-01T00:00:00Z"
+    assert row.api_time("created_at") == "2026-01-01T00:00:00Z"
     empty = load(("edgtls_y", None, None, None))
     assert (empty.hostports, empty.backend_enabled, empty.created_at) == (None, None, None)
 

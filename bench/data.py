@@ -1,0 +1,104 @@
+"""Data for the benchmark: rows seeded through the API, and databases prepared with the
+project's own schema (Alembic migrations) and account code.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import httpx
+import orjson
+
+from models import HttpResponseBackend
+from tunnelgw import accounts, db, ids, migrate
+from tunnelgw.accounts import Credentials
+
+API_PATH = "/backends/http_response"
+CREATE_BODY = {
+    "description": "bench",
+    "body": "hello",
+    "headers": {"Content-Type": "text/plain"},
+    "status_code": 200,
+}
+CREATE_BYTES = orjson.dumps(CREATE_BODY)
+ROTATING_IDS = 100  # ids the GET-by-id scenario cycles through
+SEED_TIMEOUT_S = 10
+
+
+def new_token() -> str:
+    return "tgw_bench" + secrets.token_hex(16)
+
+
+def api_headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Service-Version": "2"}
+
+
+def seed_via_api(base_url: str, token: str, rows: int) -> list[str]:
+    """Create `rows` backends through the API (one request each); their ids."""
+    created = []
+    with httpx.Client(base_url=base_url, headers=api_headers(token), timeout=SEED_TIMEOUT_S) as c:
+        for _ in range(rows):
+            response = c.post(API_PATH, json=CREATE_BODY)
+            if response.status_code != 201:
+                raise RuntimeError(f"seeding failed: {response.status_code} {response.text}")
+            created.append(response.json()["id"])
+    return created
+
+
+def check_answer(base_url: str, token: str, path: str) -> None:
+    """One GET of `path` must be 2xx before a load run (a wrong token or header would
+    otherwise measure error answers)."""
+    response = httpx.get(base_url + path, headers=api_headers(token), timeout=SEED_TIMEOUT_S)
+    if not response.is_success:
+        raise RuntimeError(f"GET {path}: {response.status_code} {response.text[:300]}")
+
+
+def rotating_paths(all_ids: list[str]) -> tuple[str, ...]:
+    """~ROTATING_IDS GET-by-id paths spread evenly over the seeded ids."""
+    step = max(1, len(all_ids) // ROTATING_IDS)
+    return tuple(f"{API_PATH}/{id_}" for id_ in all_ids[::step][:ROTATING_IDS])
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def create_accounts(url: str, count: int) -> list[Credentials]:
+    """`count` accounts, each with an admin and an admin API key, in the (migrated) database
+    at `url`; their credentials (tokens included)."""
+
+    async def work(database: db.Database) -> list[Credentials]:
+        async with database.write() as unit:
+            return [
+                await accounts.create_account_with_admin(unit, f"bench {n}") for n in range(count)
+            ]
+
+    return db.run_with(url, work)
+
+
+def prepare_reference_db(path: Path, rows: int) -> tuple[str, list[str]]:
+    """A fresh SQLite file migrated to the project's schema, one account with an admin key
+    and `rows` backends; the key's token and the rows' ids."""
+    url = sqlite_url(path)
+    migrate.upgrade(url)
+    token = new_token()
+
+    async def work(database: db.Database) -> list[str]:
+        async with database.write() as unit:
+            credentials = await accounts.create_account_with_admin(unit, "bench", token=token)
+            made = [
+                HttpResponseBackend.new(
+                    id=ids.new_id(HttpResponseBackend.PREFIX),
+                    account_id=credentials.account_id,
+                    description="bench",
+                    body="hello",
+                    headers={"content-type": "text/plain"},
+                    status_code=200,
+                )
+                for _ in range(rows)
+            ]
+            unit.add_all(made)
+        return [row.id for row in made]
+
+    return token, db.run_with(url, work)
