@@ -82,7 +82,11 @@ def _to(url: str, revision: str) -> None:
 
 
 def _table(name: str, *columns: str) -> sa.TableClause:
-    types = {"created_at": sa.DateTime(timezone=True), "not_after": sa.DateTime(timezone=True)}
+    types = {
+        "created_at": sa.DateTime(timezone=True),
+        "not_after": sa.DateTime(timezone=True),
+        "port": sa.Integer(),
+    }
     return sa.table(name, *(sa.column(c, types.get(c, sa.String())) for c in columns))
 
 
@@ -215,3 +219,41 @@ def test_0004_stops_on_an_address_held_twice(url):
             assert migrate.current(conn) == "0003"  # nothing of 0004 stayed
     finally:
         engine.dispose()
+
+
+def test_0004_downgrades_and_upgrades_again(url):
+    _to(url, "head")
+    account = f"acct_{uuid.uuid4().hex[:12]}"
+    described = ("id", "account_id", "created_at", "description", "metadata")
+    _insert(
+        url,
+        [
+            (
+                _table("account", "id", "name", "created_at"),
+                {"id": account, "name": "", "created_at": NOW},
+            ),
+            (
+                _table("reserved_addr", *described, "host", "port", "region"),
+                {
+                    **_described(account, "ra_1"),
+                    "host": "us.tcp.x.test",
+                    "port": 20001,
+                    "region": "us",
+                },
+            ),
+        ],
+    )
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.begin() as connection:
+            config = migrate._config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0003")
+        with engine.connect() as conn:
+            assert migrate.current(conn) == "0003"
+            addr = conn.execute(sa.text("SELECT addr FROM reserved_addr WHERE id = 'ra_1'")).one()
+            assert addr.addr == "us.tcp.x.test:20001"
+    finally:
+        engine.dispose()
+    assert migrate.upgrade(url) == migrate.head()
+    test_migrated_schema_equals_the_models(url)
