@@ -58,6 +58,14 @@ def _detach_policy(row: ReservedDomain) -> None:
     certmanagement.Status().write_to(row)
 
 
+async def _certificate(unit: Unit, caller: Caller, cert_id: str) -> TlsCertificate:
+    """The caller's TLS certificate `cert_id` (404 ERR_REFERENCE_NOT_FOUND otherwise),
+    share-locked: a concurrent delete of it waits for this unit, then finds it in use."""
+    return await resources.get_reference(
+        unit, TlsCertificate, caller, cert_id, "certificate_id", lock="share"
+    )
+
+
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = auth.caller()
@@ -70,7 +78,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
             )
         cert_id = body.get("certificate_id")
         if cert_id is not None:
-            await resources.get_reference(unit, TlsCertificate, caller, cert_id, "certificate_id")
+            await _certificate(unit, caller, cert_id)
             row.certificate_id = cert_id
         unit.add(row)
     return row.to_api(), 201
@@ -114,7 +122,7 @@ async def _set_references(
             setattr(row, field, value or None)  # "" clears
     cert_id = body.get("certificate_id")
     if cert_id is not None:
-        await resources.get_reference(unit, TlsCertificate, caller, cert_id, "certificate_id")
+        await _certificate(unit, caller, cert_id)
         _detach_policy(row)
         row.certificate_id = cert_id
 

@@ -23,6 +23,7 @@ from models.ssh_user_certificate import SshUserCertificate
 from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
+from models.tunnel_group_member import TunnelGroupMember
 
 __all__ = [
     "Account",
@@ -48,4 +49,5 @@ __all__ = [
     "TlsCertificate",
     "Tunnel",
     "TunnelGroupBackend",
+    "TunnelGroupMember",
 ]

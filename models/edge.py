@@ -1,5 +1,7 @@
-"""Edges (`edghts_`, `edgtcp_`, `edgtls_`): referenced by endpoints and app sessions; created
-by fixtures. A TLS edge carries its backend module (`/edges/tls/{id}/backend`)."""
+"""Edges (`edghts_`, `edgtcp_`, `edgtls_`). TLS edges are managed through the API; HTTPS and
+TCP edges are read-only (written by fixtures). TLS and TCP edges carry a backend module (a
+tunnel group backend; for TLS edges also `/edges/tls/{id}/backend`); an HTTPS edge shows its
+routes (models.edge_route)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tunnelgw import urls
 
 # Edge kind -> id prefix; the kind is also the path segment (`/edges/tls/...`).
 KIND_PREFIXES = {"https": "edghts", "tcp": "edgtcp", "tls": "edgtls"}
+BACKENDS_PATH = "/backends/tunnel_group"
 
 
 def edge_path(edge_id: str) -> str:
@@ -21,21 +24,50 @@ def edge_path(edge_id: str) -> str:
     return f"/edges/{kind}"
 
 
+def backend_module(backend_id: str | None, enabled: bool | None) -> dict[str, Any] | None:
+    """A backend module's API shape (`{enabled, backend}`); None when no module is set."""
+    if backend_id is None or enabled is None:
+        return None
+    return {"enabled": enabled, "backend": urls.ref(BACKENDS_PATH, backend_id)}
+
+
 class Edge(DescribedResource, table=True):
     __tablename__ = "edge"
-    __table_args__ = (Index("ix_edge_account_id_id", "account_id", "id"),)
+    __table_args__ = (
+        Index("ix_edge_account_id_id", "account_id", "id"),
+        # "Is this tunnel group backend in use" on backend delete.
+        Index("ix_edge_backend_id", "backend_id"),
+    )
     PREFIX: ClassVar[str] = "edg"  # per row: KIND_PREFIXES[kind]
     PATH: ClassVar[str] = "/edges"
 
     kind: str = Field(sa_type=String(8))
     hostports: list[str] = Field(default_factory=list, sa_type=JSON)
-    # The TLS edge backend module; `backend_enabled` is None while no module is set.
+    # The backend module (TLS and TCP edges); `backend_enabled` is None while none is set.
     backend_id: str | None = id_field(default=None, nullable=True)
     backend_enabled: bool | None = Field(default=None, nullable=True)
 
     @property
     def uri(self) -> str:
-        return urls.absolute(f"{self.PATH}/{self.kind}/{self.id}")
+        return f"{urls.base()}{self.PATH}/{self.kind}/{self.id}"
 
-    def to_api(self) -> dict[str, Any]:
-        return {**self.common_api(), "hostports": list(self.hostports)}
+    def to_api(self, routes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The API shape of the edge's kind; `routes` (API shapes) for an HTTPS edge."""
+        shape: dict[str, Any] = {**self.common_api(), "hostports": list(self.hostports)}
+        if self.kind == "https":
+            shape |= {"mutual_tls": None, "tls_termination": None, "routes": routes or []}
+        elif self.kind == "tcp":
+            shape |= {
+                "backend": backend_module(self.backend_id, self.backend_enabled),
+                "ip_restriction": None,
+                "traffic_policy": None,
+            }
+        else:
+            shape |= {
+                "backend": backend_module(self.backend_id, self.backend_enabled),
+                "ip_restriction": None,
+                "mutual_tls": None,
+                "tls_termination": None,
+                "traffic_policy": None,
+            }
+        return shape

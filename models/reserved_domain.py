@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw import certmanagement, urls
+from tunnelgw.db import Query, Unit
 
 
 class ReservedDomain(DescribedResource, table=True):
@@ -19,6 +20,8 @@ class ReservedDomain(DescribedResource, table=True):
         Index("ix_reserved_domain_account_id_id", "account_id", "id"),
         # A domain is reserved once across all accounts.
         Index("ux_reserved_domain_domain", "domain", unique=True),
+        # "Is this TLS certificate in use" on certificate delete.
+        Index("ix_reserved_domain_certificate_id", "certificate_id"),
     )
     PREFIX: ClassVar[str] = "rd"
     PATH: ClassVar[str] = "/reserved_domains"
@@ -76,3 +79,16 @@ class ReservedDomain(DescribedResource, table=True):
             "certificate_management_status": self.status_api(),
             "acme_challenge_cname_target": self.acme_challenge_cname_target,
         }
+
+
+async def uses_certificate(unit: Unit, certificate_id: str) -> bool:
+    """Whether a reserved domain (of any account) names the TLS certificate as its own."""
+    found = await unit.exec(_USES_CERTIFICATE, {"certificate_id": certificate_id})
+    return found.first() is not None
+
+
+_USES_CERTIFICATE = Query(
+    select(ReservedDomain.id)  # type: ignore[call-overload]
+    .where(ReservedDomain.certificate_id == bindparam("certificate_id"))
+    .limit(1)
+)

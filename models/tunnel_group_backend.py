@@ -1,14 +1,18 @@
-"""Tunnel group backends (`bkdtg_`): referenced by TLS edge backend modules; created by
-fixtures."""
+"""Tunnel group backends (`bkdtg_`): a label selector over the account's tunnels; the backend
+of TLS and TCP edge modules and HTTPS edge routes."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Index
+from sqlalchemy import JSON, Index, bindparam, select
 from sqlmodel import Field
 
 from models.base import DescribedResource
+from models.edge import Edge
+from models.edge_route import EdgeRoute
+from tunnelgw import urls
+from tunnelgw.db import Query, Unit
 
 
 class TunnelGroupBackend(DescribedResource, table=True):
@@ -19,5 +23,26 @@ class TunnelGroupBackend(DescribedResource, table=True):
 
     labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
 
-    def to_api(self) -> dict[str, Any]:
-        return {**self.common_api(), "labels": dict(self.labels)}
+    def to_api(self, tunnel_ids: list[str] | None = None) -> dict[str, Any]:
+        """The API shape; `tunnel_ids` are the tunnels it groups (TunnelGroupMember)."""
+        return {
+            **self.common_api(),
+            "labels": dict(self.labels),
+            "tunnels": [urls.ref("/tunnels", id_) for id_ in tunnel_ids or []],
+        }
+
+
+async def in_use(unit: Unit, backend_id: str) -> bool:
+    """Whether the backend module of an edge or an HTTPS edge route names the backend."""
+    for query in (_EDGE_USES, _ROUTE_USES):
+        if (await unit.exec(query, {"backend_id": backend_id})).first() is not None:
+            return True
+    return False
+
+
+_EDGE_USES = Query(
+    select(Edge.id).where(Edge.backend_id == bindparam("backend_id")).limit(1)  # type: ignore[call-overload]
+)
+_ROUTE_USES = Query(
+    select(EdgeRoute.id).where(EdgeRoute.backend_id == bindparam("backend_id")).limit(1)  # type: ignore[call-overload]
+)

@@ -211,6 +211,94 @@ def x509_certificate(
     return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
 
 
+@dataclass
+class TlsUpload:
+    """A TLS certificate chain (leaf first) and the leaf's key, as PEM, with the objects."""
+
+    chain_pem: str
+    key_pem: str
+    leaf: x509.Certificate
+    key: Any
+
+
+def tls_upload(
+    *,
+    key_type: str = "ecdsa",
+    subject: tuple[tuple[x509.ObjectIdentifier, str], ...] = (
+        (NameOID.COMMON_NAME, "app.example.com"),
+    ),
+    dns_names: tuple[str, ...] = ("app.example.com",),
+    ips: tuple[str, ...] = (),
+    intermediates: int = 1,
+    not_before: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+    not_after: datetime = datetime(2036, 1, 1, tzinfo=UTC),
+    serial: int | None = None,
+) -> TlsUpload:
+    """A leaf certificate of a new `key_type` key (`ecdsa` P-256, `rsa` 2048, `ed25519`)
+    signed by a chain of `intermediates` CAs under a root (the root is not included), with
+    serverAuth and digital_signature; made with `cryptography` alone."""
+    import ipaddress
+
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+    def new_key() -> Any:
+        if key_type == "rsa":
+            return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if key_type == "ed25519":
+            return ed25519.Ed25519PrivateKey.generate()
+        return ec.generate_private_key(ec.SECP256R1())
+
+    def sign(builder: Any, issuer_key: Any) -> x509.Certificate:
+        algorithm = None if isinstance(issuer_key, ed25519.Ed25519PrivateKey) else hashes.SHA256()
+        return builder.sign(issuer_key, algorithm)
+
+    issuer_key = ec.generate_private_key(ec.SECP256R1())
+    issuer = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Test Root CA")])
+    chain: list[x509.Certificate] = []
+    for depth in range(intermediates):
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"Test Intermediate {depth}")])
+        ca = sign(
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(issuer)
+            .public_key(ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before)
+            .not_valid_after(not_after)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True),
+            issuer_key,
+        )
+        chain.insert(0, ca)
+        issuer, issuer_key = name, ca_key
+    key = new_key()
+    flags = {flag: flag == "digital_signature" for flag in KEY_USAGE_FLAGS}
+    names: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(oid, value) for oid, value in subject]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(serial or x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.KeyUsage(**flags), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([x509.ExtendedKeyUsageOID.SERVER_AUTH]), False)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), False)
+    leaf = sign(builder, issuer_key)
+    chain.insert(0, leaf)
+    chain_pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in chain)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return TlsUpload(chain_pem, key_pem, leaf, key)
+
+
 def ssh_keygen(directory: Path, key_type: str, bits: int | None = None) -> str:
     """A new key pair made by `ssh-keygen` in `directory`; its public key line."""
     path = directory / f"id_{key_type}_{uuid.uuid4().hex[:8]}"
@@ -260,3 +348,32 @@ def ssh_certificate_listing(certificate: str, directory: Path) -> dict[str, Any]
         else:
             info[key] = value.strip()
     return info
+
+
+def database_dump(settings: Any) -> bytes:
+    """Everything the test database holds, as an attacker with a copy of it would see it:
+    the SQLite file and its WAL, or `pg_dump` of the PostgreSQL database (the binaries of
+    tests/pgcluster.py)."""
+    url = settings.resolved_database_url()
+    if url.startswith("sqlite"):
+        database = settings.data_dir / "tunnelgw.db"
+        return b"".join(
+            path.read_bytes()
+            for path in (database, database.with_name("tunnelgw.db-wal"))
+            if path.exists()
+        )
+    from tests import pgcluster
+
+    pg_dump = pgcluster.find_binaries().bin_dir / "pg_dump"
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://")
+    return subprocess.run(
+        [str(pg_dump), "--no-owner", conninfo], check=True, capture_output=True, timeout=120
+    ).stdout
+
+
+def in_dump(secret: bytes, dump: bytes) -> bool:
+    """Whether `secret` appears in a database dump as itself, in hex (PostgreSQL's bytea
+    text) or in base64 (PEM)."""
+    import base64
+
+    return any(form in dump for form in (secret, secret.hex().encode(), base64.b64encode(secret)))

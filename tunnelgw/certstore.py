@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.dialects import postgresql, sqlite
 
 from models import IssuingAuthority, ReservedDomain, TlsCertificate
+from models.tls_certificate import certificate_columns
 from tunnelgw import certmanagement, db, ids, settings, timefmt
 from tunnelgw.crypto import issuing, keys
 from tunnelgw.db import Unit
@@ -91,8 +92,9 @@ async def _issue(unit: Unit, row: ReservedDomain, issue_at: datetime) -> TlsCert
         description=f"Issued for {row.domain} by certificate management ({row.cert_authority}).",
         certificate_pem=made.certificate_pem,
         wrapped_private_key=keys.wrap(keys.current(), made.private_key_der, cert_id.encode()),
-        not_after=made.not_after,
         issued_for_id=row.id,
+        issued_at=issue_at,
+        **certificate_columns(made.fields),
     )
     unit.add(cert)
     return cert

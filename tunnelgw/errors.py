@@ -38,6 +38,20 @@ class Code(enum.Enum):
     INVALID_CERTIFICATE = (400, "The PEM certificate block is not a valid X.509 certificate.")
     MULTIPLE_CERTIFICATES = (400, "The PEM holds more than one certificate.")
     NOT_A_CA = (400, "The certificate is not a CA certificate (basic constraints CA:TRUE).")
+    CHAIN_OUT_OF_ORDER = (
+        400,
+        "The certificate chain is not in order: the leaf first, then each certificate's issuer.",
+    )
+    INVALID_PRIVATE_KEY = (
+        400,
+        "The private key is not a PEM private key (PKCS #8, PKCS #1 RSA or SEC1 EC).",
+    )
+    ENCRYPTED_PRIVATE_KEY = (400, "The private key is encrypted; upload it unencrypted.")
+    UNSUPPORTED_KEY_TYPE = (
+        400,
+        "The key is not RSA (1024 to 8192 bits), ECDSA (P-256, P-384, P-521) or Ed25519.",
+    )
+    PRIVATE_KEY_MISMATCH = (400, "The private key does not belong to the leaf certificate.")
     INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
     UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
@@ -59,6 +73,9 @@ class Code(enum.Enum):
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
     CERTIFICATE_MANAGED = (409, "The certificate is managed by a certificate management policy.")
     EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
+    CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
+    BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
+    NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 5xx: our fault.

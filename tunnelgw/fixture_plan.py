@@ -33,6 +33,7 @@ from models import (
 )
 from models.edge import KIND_PREFIXES
 from tunnelgw import ids
+from tunnelgw.crypto import CryptoError, tls
 from tunnelgw.fixture_schema import Document, Issue, Path_
 
 # Direct sections, in load order: phase 1 before the api sections, phase 3 after them.
@@ -56,6 +57,11 @@ API_SECTIONS = {
     "ssh_certificate_authorities": ("/ssh_certificate_authorities", "ssh_certificate_authority"),
     "ssh_user_certificates": ("/ssh_user_certificates", "ssh_user_certificate"),
     "api_keys": ("/api_keys", "api_key"),
+    "tls_certificates": ("/tls_certificates", "tls_certificate"),
+    "tunnel_group_backends": ("/backends/tunnel_group", "tunnel_group_backend"),
+    "event_subscriptions": ("/event_subscriptions", "event_subscription"),
+    "reserved_addrs": ("/reserved_addrs", "reserved_addr"),
+    "tls_edges": ("/edges/tls", "tls_edge"),
 }
 EDGES = frozenset({"https_edge", "tcp_edge", "tls_edge"})
 KIND_MODELS: dict[str, Any] = {
@@ -82,6 +88,7 @@ KIND_MODELS: dict[str, Any] = {
 REF_FIELDS: dict[tuple[str, ...], frozenset[str]] = {
     ("edges", "backend", "backend_id"): frozenset({"tunnel_group_backend"}),
     ("edge_routes", "edge_id"): frozenset({"https_edge"}),
+    ("edge_routes", "backend", "backend_id"): frozenset({"tunnel_group_backend"}),
     ("endpoints", "tunnel_id"): frozenset({"tunnel"}),
     ("endpoints", "edge_id"): EDGES,
     ("endpoints", "domain_id"): frozenset({"reserved_domain"}),
@@ -100,10 +107,13 @@ REF_FIELDS: dict[tuple[str, ...], frozenset[str]] = {
     ("api.ssh_user_certificates", "ssh_certificate_authority_id"): frozenset(
         {"ssh_certificate_authority"}
     ),
+    ("api.tls_edges", "backend", "backend_id"): frozenset({"tunnel_group_backend"}),
 }
 # Protocols an edge of each kind serves.
 EDGE_PROTOS = {"https_edge": ("http", "https"), "tcp_edge": ("tcp",), "tls_edge": ("tls",)}
-TIME_FIELDS = ("created_at", "last_active", "last_login", "expires_at")
+TIME_FIELDS = ("created_at", "last_active", "last_login", "expires_at", "started_at")
+# Edge kinds with a backend module.
+BACKEND_KINDS = ("tls", "tcp")
 EVENT_TYPE_PATTERN = re.compile(r"[a-z][a-z0-9_]*\.v0")
 
 
@@ -155,12 +165,14 @@ class Literal:
 @dataclass(frozen=True)
 class Fact:
     """What later rows copy from a resource they name: metadata (tunnels, edges), the
-    public URL (endpoints) and the edge (endpoints, routes)."""
+    public URL (endpoints), the edge (endpoints, routes) and the address (reserved
+    addresses)."""
 
     kind: str
     meta: str = ""
     public_url: str = ""
-    edge_id: str | None = None
+    edge_id: str | None = None  # a reference key (Plan.key): an api edge may have no id yet
+    addr: str = ""
 
 
 @dataclass
@@ -188,6 +200,13 @@ class Plan:
             found = self.labels[value[1:]].id
             assert found is not None, value
             return found
+        return value
+
+    def key(self, value: str) -> str:
+        """What a reference stands for as far as it is known now: the id, or the label
+        itself for an api item not created yet (compare references by their keys)."""
+        if value.startswith("@") and not value.startswith("@@"):
+            return self.labels[value[1:]].id or value
         return value
 
     def resolve(self, value: Any) -> Any:
@@ -325,12 +344,14 @@ def _check_item(plan: Plan, item: Item, spec: dict[str, Any]) -> None:
         port = int(hostport.rpartition(":")[2])
         if not 1 <= port <= 65535:
             plan.add((*path, *rel), f"port {port} is outside 1..65535")
-    if item.section == "edges" and "backend" in data and data["kind"] != "tls":
-        plan.add((*path, "backend"), "only a tls edge has a backend module", at_key=True)
-    elif item.section == "tls_certificates" and "certificate_pem" in data:
+    if item.section == "edges" and "backend" in data and data["kind"] not in BACKEND_KINDS:
+        plan.add((*path, "backend"), "only tls and tcp edges have a backend module", at_key=True)
+    elif item.section == "tls_certificates":
         problem = pem_problem(data["certificate_pem"])
         if problem:
             plan.add((*path, "certificate_pem"), problem)
+    elif item.section == "reserved_addrs":
+        _check_addr(plan, item)
     elif item.section == "event_subscriptions":
         catalog = event_types(spec)
         for index, name in enumerate(data.get("sources", [])):
@@ -346,8 +367,26 @@ def _hostports(item: Item) -> Iterator[tuple[Path_, str]]:
             yield ("hostports", index), value
     elif item.section == "reserved_addrs":
         yield ("addr",), item.data["addr"]
-    elif item.section == "endpoints":
+    elif item.section == "endpoints" and "hostport" in item.data:
         yield ("hostport",), item.data["hostport"]
+
+
+def addr_key(addr: str) -> tuple[str, int]:
+    """The (host, port) of a schema-checked `host:port`, host lower-cased."""
+    host, _, port = addr.rpartition(":")
+    return host.lower(), int(port)
+
+
+def _check_addr(plan: Plan, item: Item) -> None:
+    """A reserved address is reserved once: not twice in one file."""
+    key = addr_key(item.data["addr"])
+    for other in plan.section("reserved_addrs"):
+        if other is item:
+            return
+        if addr_key(other.data["addr"]) == key:
+            line, column = plan.doc.positions[(*other.path, "addr")]
+            plan.add((*item.path, "addr"), f"the address is reserved at {line}:{column} already")
+            return
 
 
 def _check_endpoint(plan: Plan, item: Item) -> None:
@@ -357,6 +396,8 @@ def _check_endpoint(plan: Plan, item: Item) -> None:
         serving, other = other, serving
     if serving not in data:
         plan.add(path, f"an endpoint of type {data['type']} needs {serving}")
+    if "hostport" not in data and "tcp_addr_id" not in data:
+        plan.add(path, "an endpoint needs hostport, or tcp_addr_id to take its address")
     if other in data:
         plan.add((*path, other), f"an endpoint of type {data['type']} has no {other}", at_key=True)
     edge_kind = reference_kind(plan, data.get("edge_id"), EDGES) if data["type"] == "edge" else None
@@ -396,13 +437,16 @@ def parse_time(value: str) -> datetime | None:
 
 
 def pem_problem(text: str) -> str | None:
-    """Why `text` is not exactly one PEM X.509 certificate; None if it is."""
+    """Why `text` is not exactly one PEM X.509 certificate a TLS certificate can be made of
+    (its fields derived, its key of a supported type); None if it is."""
     labels = re.findall(r"-----BEGIN ([^-\r\n]{1,64})-----", text)
     if labels != ["CERTIFICATE"]:
         found = ", ".join(labels) or "no PEM block"
         return f"must be exactly one PEM CERTIFICATE block (found: {found})"
     try:
-        x509.load_pem_x509_certificate(text.encode("utf-8"))
+        tls.certificate_fields(x509.load_pem_x509_certificate(text.encode("utf-8")))
+    except CryptoError as exc:  # a ValueError too
+        return exc.msg
     except ValueError:
         return "the CERTIFICATE block is not a valid X.509 certificate"
     return None
@@ -421,7 +465,7 @@ def check_sessions(plan: Plan) -> None:
     for item in plan.section("application_sessions"):
         data, path = item.data, item.path
         endpoint = plan.fact(data["endpoint_id"])
-        if "edge_id" in data and plan.ref_id(data["edge_id"]) != endpoint.edge_id:
+        if "edge_id" in data and plan.key(data["edge_id"]) != endpoint.edge_id:
             served = f"edge {endpoint.edge_id}" if endpoint.edge_id else "a tunnel (no edge)"
             plan.add((*path, "edge_id"), f"the session's endpoint is served by {served}")
         if "route_id" in data:

@@ -4,6 +4,7 @@ from what they name (endpoint metadata and public URL, a session's edge)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,9 @@ from models import (
     Tunnel,
     TunnelGroupBackend,
 )
+from models.tls_certificate import certificate_columns
 from tunnelgw import fixture_plan, timefmt
+from tunnelgw.crypto import tls
 from tunnelgw.fixture_plan import Fact, Item, Plan, parse_time
 
 SESSION_LIFETIME = timedelta(hours=24)
@@ -39,17 +42,18 @@ def _described(item: Item, data: dict[str, Any], account: str) -> dict[str, Any]
 
 
 def phase1_rows(plan: Plan, account: str) -> Iterator[SQLModel]:
+    served = _served_endpoints(plan)
     for item in plan.items:
         if item.section not in fixture_plan.PHASE1:
             continue
         data = plan.resolve(item.data)
         common = _described(item, data, account)
         if item.section == "tunnels":
-            yield Tunnel.new(**common)
+            yield _tunnel(common, data, served.get(common["id"]))
         elif item.section == "tunnel_group_backends":
             yield TunnelGroupBackend.new(**common, labels=data.get("labels", {}))
         elif item.section == "tls_certificates":
-            yield TlsCertificate.new(**common, **_certificate(data.get("certificate_pem", "")))
+            yield TlsCertificate.new(**common, **_certificate(data["certificate_pem"]))
         elif item.section == "endpoint_configurations":
             yield EndpointConfiguration.new(**common, type=data.get("type", "https"))
         elif item.section == "edges":
@@ -57,9 +61,16 @@ def phase1_rows(plan: Plan, account: str) -> Iterator[SQLModel]:
                 **common, kind=data["kind"], hostports=data.get("hostports", []), **_module(data)
             )
         elif item.section == "edge_routes":
-            yield EdgeRoute.new(**common, edge_id=data["edge_id"], match=data.get("match", "/"))
+            yield EdgeRoute.new(
+                **common,
+                edge_id=data["edge_id"],
+                match_type=data.get("match_type", "path_prefix"),
+                match=data.get("match", "/"),
+                **_module(data),
+            )
         elif item.section == "reserved_addrs":
-            yield ReservedAddr.new(**common, addr=data["addr"], region=data.get("region", "us"))
+            host, port = fixture_plan.addr_key(data["addr"])
+            yield ReservedAddr.new(**common, host=host, port=port, region=data.get("region", "us"))
         elif item.section == "event_subscriptions":
             yield EventSubscription.new(**common)
             for event_type in data.get("sources", []):
@@ -68,16 +79,43 @@ def phase1_rows(plan: Plan, account: str) -> Iterator[SQLModel]:
                 )
 
 
+def _served_endpoints(plan: Plan) -> dict[str, Item]:
+    """The first endpoint item of the file naming each tunnel, by tunnel id."""
+    served: dict[str, Item] = {}
+    for item in plan.section("endpoints"):
+        tunnel = item.data.get("tunnel_id")
+        if isinstance(tunnel, str):
+            served.setdefault(plan.ref_id(tunnel), item)
+    return served
+
+
+def _tunnel(common: dict[str, Any], data: dict[str, Any], endpoint: Item | None) -> Tunnel:
+    """A tunnel row; what the file leaves out comes from the first endpoint naming it."""
+    served = endpoint.data if endpoint is not None else {}
+    derived = {
+        "public_url": public_url(served) if served.keys() & {"hostport", "public_url"} else "",
+        "proto": served.get("proto", "https"),
+        "region": served.get("region", "us"),
+    }
+    return Tunnel.new(
+        **common,
+        **{name: data.get(name, value) for name, value in derived.items()},
+        started_at=parse_time(data["started_at"]) if "started_at" in data else timefmt.utcnow(),
+        labels=data.get("labels", {}),
+        forwards_to=data.get("forwards_to", ""),
+        endpoint_id=endpoint.id if endpoint is not None else None,
+    )
+
+
 def _certificate(pem: str) -> dict[str, Any]:
-    if not pem:
-        return {}
+    """The columns of a fixture certificate (checked by fixture_plan.pem_problem)."""
     from cryptography import x509
     from cryptography.hazmat.primitives.serialization import Encoding
 
     cert = x509.load_pem_x509_certificate(pem.encode("utf-8"))
     return {
         "certificate_pem": cert.public_bytes(Encoding.PEM).decode("ascii"),
-        "not_after": cert.not_valid_after_utc.replace(microsecond=0),
+        **certificate_columns(tls.certificate_fields(cert)),
     }
 
 
@@ -99,7 +137,10 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
         created = times.get("created_at", now)
         base: dict[str, Any] = {"id": item.id, "account_id": account, "created_at": created}
         if item.section == "endpoints":
-            rows.append(_endpoint(plan, item, data, base))
+            row = _endpoint(plan, item, data, base)
+            # Sessions (later in the plan) take the endpoint's public URL.
+            plan.facts[row.id] = replace(plan.facts[row.id], public_url=row.public_url)
+            rows.append(row)
         elif item.section == "application_users":
             provider = data.get("identity_provider", {})
             rows.append(
@@ -124,7 +165,7 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
                     browser_session=browser_session(data.get("browser_session", {})),
                     application_user_id=data["application_user_id"],
                     endpoint_id=data["endpoint_id"],
-                    edge_id=endpoint.edge_id,
+                    edge_id=plan.ref_id(endpoint.edge_id) if endpoint.edge_id else None,
                     route_id=data.get("route_id"),
                     last_active=times.get("last_active", created),
                     expires_at=times.get("expires_at", now + SESSION_LIFETIME),
@@ -136,6 +177,8 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
 def _endpoint(plan: Plan, item: Item, data: dict[str, Any], base: dict[str, Any]) -> Endpoint:
     serving = item.data.get("tunnel_id") or item.data.get("edge_id")
     assert isinstance(serving, str)
+    if "hostport" not in data:  # the address of its reserved TCP address
+        data = {**data, "hostport": plan.fact(item.data["tcp_addr_id"]).addr}
     return Endpoint.new(
         **base,
         updated_at=base["created_at"],
@@ -187,10 +230,12 @@ def file_facts(plan: Plan) -> dict[str, Fact]:
             continue
         data = item.data
         edge = data.get("edge_id")
+        endpoint = item.section == "endpoints" and "hostport" in data
         facts[item.id] = Fact(
             item.kind,
             meta=str(data.get("metadata", "")),
-            public_url=public_url(data) if item.section == "endpoints" else "",
-            edge_id=plan.ref_id(edge) if isinstance(edge, str) else None,
+            public_url=public_url(data) if endpoint else "",
+            edge_id=plan.key(edge) if isinstance(edge, str) else None,
+            addr=str(data.get("addr", "")),
         )
     return facts

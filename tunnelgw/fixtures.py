@@ -27,6 +27,8 @@ from models import (
     FixtureLoad,
     Principal,
 )
+from models.reserved_addr import addr_taken
+from models.tunnel_group_member import regroup_account
 from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, records, timefmt
 from tunnelgw.db import Database, Unit, run_with
 from tunnelgw.errors import ApiError, Code
@@ -132,6 +134,7 @@ async def _phase1(
         if once and recorded is not None:
             return _Target(account, skipped=True)
         plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(unit, plan, account)
+        await _check_addrs(unit, plan)
         if not plan.issues:
             fixture_plan.check_sessions(plan)
         if plan.issues:
@@ -141,6 +144,8 @@ async def _phase1(
         unit.add_all([row for row in rows if records.model_of(row) is not EventSource])
         await unit.flush()
         unit.add_all([row for row in rows if records.model_of(row) is EventSource])
+        if plan.section("tunnels") or plan.section("tunnel_group_backends"):
+            await regroup_account(unit, account)
         if recorded is None:
             unit.add(FixtureLoad.new(account_id=account, digest=digest))
         else:
@@ -161,8 +166,17 @@ async def _literal_facts(unit: Unit, plan: Plan, account: str) -> dict[str, Fact
             meta=getattr(row, "meta", ""),
             public_url=getattr(row, "public_url", ""),
             edge_id=getattr(row, "edge_id", None),
+            addr=getattr(row, "addr", ""),
         )
     return facts
+
+
+async def _check_addrs(unit: Unit, plan: Plan) -> None:
+    """A reserved address of the file must not be reserved already (by any account)."""
+    for item in plan.section("reserved_addrs"):
+        host, port = fixture_plan.addr_key(item.data["addr"])
+        if await addr_taken(unit, host, port):
+            plan.add((*item.path, "addr"), "the address is reserved already (by some account)")
 
 
 async def _write(database: Database, rows: list[Any]) -> None:
@@ -237,6 +251,9 @@ def _post(client: Any, headers: dict[str, str], plan: Plan, item: Item) -> None:
         raise FixtureError([plan.doc.issue(where, message)], written=True)
     item.id = answer["id"]
     item.token = answer.get("token")
+    plan.facts[item.id] = Fact(
+        item.kind, meta=answer.get("metadata", ""), addr=answer.get("addr", "")
+    )
 
 
 async def reset(database: Database, account_id: str) -> dict[str, int]:

@@ -6,7 +6,7 @@ writing queries.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, select
@@ -18,6 +18,7 @@ from tunnelgw.db import Lock, Query, Unit
 from tunnelgw.errors import ApiError, Code
 
 R = TypeVar("R", bound=AccountScoped)
+T = TypeVar("T")
 
 # A JSON request body as Connexion passes it (None when the request had none).
 Body = dict[str, Any] | None
@@ -129,12 +130,22 @@ async def page_rows(
     limit: int,
     before_id: str | None = None,
     before_id_alias: str | None = None,
+    *,
+    prefix: str | None = None,
 ) -> tuple[list[R], bool]:
     """The rows of one page (see `page`) and whether more follow, for handlers that bring
-    rows up to date before rendering them with `envelope`."""
-    start = cursor(model.PREFIX, before_id, before_id_alias)
+    rows up to date or add related rows before rendering them with `envelope`.
+
+    `prefix` pages only the rows whose ids have that prefix, in a table holding several
+    kinds (edges): ids sort by prefix first, so they are one range of the same index.
+    """
+    start = cursor(prefix or model.PREFIX, before_id, before_id_alias)
     mark = unit.mark
-    if start is None:
+    if prefix is not None:
+        # `_` < '`': every id `<prefix>_...` lies between these two bounds.
+        condition = f'"account_id" = {mark} AND "id" > {mark} AND "id" < {mark}'
+        args = [caller.account_id, f"{prefix}_", start or f"{prefix}`", limit + 1]
+    elif start is None:
         condition, args = f'"account_id" = {mark}', [caller.account_id, limit + 1]
     else:
         condition = f'"account_id" = {mark} AND "id" < {mark}'
@@ -144,10 +155,27 @@ async def page_rows(
     return rows[:limit], len(rows) > limit
 
 
+async def select_in(unit: Unit, model: type[T], column: str, values: Sequence[Any]) -> list[T]:
+    """The rows of `model` whose `column` is one of `values` (the related rows of a page,
+    in one statement); none for no values."""
+    if not values:
+        return []
+    marks = ", ".join([unit.mark] * len(values))
+    return await unit.select(model, f'"{column}" IN ({marks})', values)
+
+
 def envelope(
-    key: str, path: str, rows: Iterable[AccountScoped], limit: int, *, more: bool
+    key: str,
+    path: str,
+    rows: Iterable[Any],
+    limit: int,
+    *,
+    more: bool,
+    render: Callable[[Any], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    items = [row.to_api() for row in rows]
+    """The list envelope of a page of `rows`, each rendered by `render` (default: the row's
+    `to_api()`)."""
+    items = [row.to_api() if render is None else render(row) for row in rows]
     next_uri = urls.absolute(path, limit=limit, before_id=items[-1]["id"]) if more else None
     return {key: items, "uri": urls.absolute(path), "next_page_uri": next_uri}
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Self
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -47,11 +49,40 @@ class Settings(BaseSettings):
     certificate_validity_days: int = Field(default=90, ge=2, le=825)
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
 
+    # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
+    # port a free one of tcp_port_min..tcp_port_max (see the README's "Reserved addresses").
+    tcp_host_pattern: str = "{region}.tcp"
+    tcp_port_min: int = Field(default=20000, ge=1, le=65535)
+    tcp_port_max: int = Field(default=29999, ge=1, le=65535)
+
     # Fixtures (see the README's "Fixtures" section): a file `tunnelgw serve` loads at start,
     # once per (account, SHA-256 of the file); the account defaults to the oldest one with an
     # admin principal.
     seed: Path | None = None
     seed_account: str | None = None
+
+    @field_validator("tcp_host_pattern")
+    @classmethod
+    def _host_pattern(cls, value: str) -> str:
+        try:
+            sample = value.format(region="us")
+        except (KeyError, IndexError, ValueError):
+            raise ValueError("the only placeholder a TCP host pattern takes is {region}") from None
+        if not _HOST_LABELS.fullmatch(sample):
+            raise ValueError(
+                f"{value!r} is not DNS labels (letters, digits, inner hyphens) with {{region}}"
+            )
+        return value.lower()
+
+    @model_validator(mode="after")
+    def _port_range(self) -> Self:
+        if self.tcp_port_min > self.tcp_port_max:
+            raise ValueError("tcp_port_min must not be greater than tcp_port_max")
+        return self
+
+    def tcp_host(self, region: str) -> str:
+        """The host of the reserved TCP addresses of `region`."""
+        return f"{self.tcp_host_pattern.format(region=region)}.{self.shared_domain}".lower()
 
     def ns_target_list(self) -> list[str]:
         return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
@@ -65,6 +96,10 @@ class Settings(BaseSettings):
         """The public base URL without a trailing slash, or None to use the request's."""
         return self.public_url.rstrip("/") if self.public_url else None
 
+
+_HOST_LABELS = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
 
 # The drivers we ship: stdlib sqlite3 and psycopg 3 (older URLs naming others still work).
 _DRIVERS = {

@@ -29,6 +29,8 @@ RESOURCES = [
     "ssh_certificate_authority",
     "ssh_user_certificate",
     "tls_certificate",
+    "tls_edge",
+    "tunnel_group_backend",
 ]
 UNKNOWN_ESB = "esb_0ERZHb3hGoaYLY3tKA0JZBzonDJ"
 

@@ -41,21 +41,22 @@ WORLD = """\
 version: 1
 tunnels:
   - {{ref: web, description: "@@home", metadata: '{{"host": "laptop"}}'}}
-  - {{ref: spare}}
+  - {{ref: spare, labels: {{app: mqtt, zone: a}}, started_at: "2026-03-04T05:06:07Z"}}
 tunnel_group_backends:
   - {{ref: group, labels: {{app: mqtt}}}}
 tls_certificates:
   - {{ref: cert, certificate_pem: {cert}}}
-  - {{description: no pem}}
 endpoint_configurations:
   - {{type: http}}
 reserved_addrs:
-  - {{ref: addr, addr: "1.tcp.example.test:20001", region: eu}}
+  - {{ref: addr, addr: "{addr}", region: eu}}
 edges:
   - {{ref: site, kind: https, hostports: ["app.example.test:443"], metadata: edge-meta}}
   - {{ref: mqtt, kind: tls, backend: {{backend_id: "@group"}}}}
+  - {{ref: db, kind: tcp, backend: {{backend_id: "@group", enabled: false}}}}
 edge_routes:
-  - {{ref: root, edge_id: "@site", match: /app}}
+  - {{ref: root, edge_id: "@site", match: /app, match_type: exact_path,
+     backend: {{backend_id: "@group"}}}}
 event_subscriptions:
   - {{ref: audit, sources: [ip_policy_created.v0, ip_policy_updated.v0]}}
 api:
@@ -100,6 +101,7 @@ def _world(factory, session, tmp_path: Path):  # type: ignore[no-untyped-def]
         cert=json.dumps(x509_certificate(ca=False)),
         ssh_key=ssh_keygen(tmp_path, "ed25519"),
         domain_id=domain.id,
+        addr=f"{ids.new_secret(8).lower()}.tcp.example.test:20001",  # unique across accounts
     )
     path = tmp_path / f"world-{session.creds.account_id}.yaml"
     path.write_text(text)
@@ -156,28 +158,62 @@ def test_a_file_becomes_rows_and_api_resources(settings, factory, admin, world):
 
     # direct rows
     tunnels = _rows(factory, Tunnel, account)
-    assert [(t.id, t.description) for t in tunnels] == [
-        (labels["web"], "@home"),
-        (labels["spare"], ""),
+    assert [(t.id, t.description, t.labels) for t in tunnels] == [
+        (labels["web"], "@home", {}),
+        (labels["spare"], "", {"app": "mqtt", "zone": "a"}),
     ]
+    web, spare = (admin.get(f"/tunnels/{labels[ref]}").json() for ref in ("web", "spare"))
+    # a tunnel takes its endpoint, public URL, proto and region from the first endpoint
+    # of the file naming it, unless the file says otherwise
+    assert (web["endpoint"]["id"], web["public_url"], web["proto"], web["region"]) == (
+        labels["tunnel-ep"],
+        "https://demo.example.test",
+        "https",
+        "us",
+    )
+    assert (spare["endpoint"]["id"], spare["public_url"], spare["proto"]) == (
+        labels["tcp-ep"],
+        "tcp://db.example.test:5432",
+        "tcp",
+    )
+    assert spare["started_at"] == "2026-03-04T05:06:07Z"
+    assert [b["id"] for b in spare["backends"]] == [labels["group"]]
+    assert web["backends"] == []
+    group = admin.get(f"/backends/tunnel_group/{labels['group']}").json()
+    assert [t["id"] for t in group["tunnels"]] == [labels["spare"]]
     edges = {e.id: e for e in _rows(factory, Edge, account)}
     assert edges[labels["mqtt"]].backend_id == labels["group"]
     assert edges[labels["mqtt"]].backend_enabled is True
+    assert (edges[labels["db"]].backend_id, edges[labels["db"]].backend_enabled) == (
+        labels["group"],
+        False,
+    )
     assert edges[labels["site"]].backend_enabled is None
-    assert [r.edge_id for r in _rows(factory, EdgeRoute, account)] == [labels["site"]]
+    (route,) = _rows(factory, EdgeRoute, account)
+    assert (route.edge_id, route.match_type, route.backend_id) == (
+        labels["site"],
+        "exact_path",
+        labels["group"],
+    )
     sources = _rows(factory, EventSource, account)
     assert {(s.subscription_id, s.type) for s in sources} == {
         (labels["audit"], "ip_policy_created.v0"),
         (labels["audit"], "ip_policy_updated.v0"),
     }
-    cert, no_pem = _rows(factory, TlsCertificate, account)
+    (cert,) = _rows(factory, TlsCertificate, account)
     assert cert.certificate_pem.startswith("-----BEGIN CERTIFICATE-----")
-    assert cert.not_after is not None
-    assert (no_pem.certificate_pem, no_pem.not_after) == ("", None)
+    shown = admin.get(f"/tls_certificates/{cert.id}").json()
+    assert (shown["subject_common_name"], shown["private_key_type"]) == ("Test CA", "ecdsa")
+    assert (shown["not_before"], shown["issued_at"]) == ("2026-01-01T00:00:00Z", None)
+    assert cert.wrapped_private_key is None  # a fixture certificate has no key
     (config,) = _rows(factory, EndpointConfiguration, account)
     assert config.type == "http"
     (addr,) = _rows(factory, ReservedAddr, account)
-    assert (addr.id, addr.addr, addr.region) == (labels["addr"], "1.tcp.example.test:20001", "eu")
+    assert (addr.id, addr.addr.endswith(".tcp.example.test:20001"), addr.region) == (
+        labels["addr"],
+        True,
+        "eu",
+    )
 
     endpoints = {e.id: e for e in _rows(factory, Endpoint, account)}
     tunnel_ep, edge_ep = endpoints[labels["tunnel-ep"]], endpoints[labels["edge-ep"]]
@@ -240,6 +276,7 @@ def test_reset_empties_the_account_and_keeps_its_keys(
     fixtures.load(_world(factory, other, tmp_path)[0], settings, other.creds.account_id)
     deleted = _reset(settings, admin.creds.account_id)
     assert deleted["tunnel"] == 2
+    assert deleted["tunnel_group_member"] == 1
     assert deleted["reserved_addr"] == 1
     assert deleted["event_source"] == 2
     assert deleted["reserved_domain"] == 1

@@ -17,7 +17,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from starlette.testclient import TestClient
 
 from models import EndpointConfiguration, IssuingAuthority, ReservedDomain, TlsCertificate
-from tests.factories import assert_error, x509_certificate
+from tests.factories import assert_error, tls_upload
 from tunnelgw import certstore, db
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.app import create_app
@@ -50,8 +50,12 @@ def _row(factory, model, id_):  # type: ignore[no-untyped-def]
 
 
 def _cert(factory, account_id: str):  # type: ignore[no-untyped-def]
-    pem = x509_certificate(ca=False, common_names=("uploaded.example.com",), key_usages=None)
-    return factory.row(TlsCertificate, account_id, certificate_pem=pem)
+    """An uploaded TLS certificate of the account (through the API of a principal of it)."""
+    upload = tls_upload(dns_names=("uploaded.example.com",))
+    body = {"certificate_pem": upload.chain_pem, "private_key_pem": upload.key_pem}
+    made = factory.principal(account_id, admin=True).post("/tls_certificates", json=body)
+    assert made.status_code == 201, made.text
+    return _row(factory, TlsCertificate, made.json()["id"])
 
 
 def test_create_get_list_update_delete(admin):

@@ -1,5 +1,7 @@
-"""Rows the API cannot create (read-only resources, parents of event sources), seeded into
-the contract account, and the Schemathesis config that points operations at them.
+"""Rows the API cannot create (read-only resources), and rows some operations need before
+the API has made any (a subscription with event sources, a TLS edge and a tunnel group
+backend for the backend module), seeded into the contract account, and the Schemathesis
+config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
 warning, and warnings fail the run. Each `{id}` operation gets a row of its own (a delete
@@ -19,9 +21,12 @@ from models import (
     ApplicationSession,
     ApplicationUser,
     Edge,
+    EdgeRoute,
     Endpoint,
+    EndpointConfiguration,
     EventSource,
     EventSubscription,
+    Tunnel,
     TunnelGroupBackend,
 )
 from tunnelgw import ids
@@ -37,7 +42,7 @@ SEEDED_TYPES = [
 ]
 
 
-def _endpoint(account_id: str) -> Endpoint:
+def _endpoint(account_id: str, tunnel: Tunnel) -> Endpoint:
     return Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         account_id=account_id,
@@ -45,27 +50,46 @@ def _endpoint(account_id: str) -> Endpoint:
         hostport="app.example.com:443",
         public_url="https://app.example.com",
         type="ephemeral",
-        tunnel_id=ids.new_id("tn"),
+        tunnel_id=tunnel.id,
     )
 
 
-def _user_with_session(account_id: str) -> tuple[ApplicationUser, ApplicationSession]:
+def _user_with_session(
+    account_id: str, endpoint: Endpoint
+) -> tuple[ApplicationUser, ApplicationSession]:
     user = ApplicationUser.new(id=ids.new_id(ApplicationUser.PREFIX), account_id=account_id)
     session = ApplicationSession.new(
         id=ids.new_id(ApplicationSession.PREFIX),
         account_id=account_id,
         application_user_id=user.id,
-        endpoint_id=ids.new_id(Endpoint.PREFIX),
+        endpoint_id=endpoint.id,
         expires_at=datetime.now(UTC) + timedelta(days=1),
         browser_session={"ip_address": "203.0.113.7"},
     )
     return user, session
 
 
+def _read_only(account_id: str) -> dict[str, Any]:
+    """One row of each resource the API reads but cannot create, for the get operations."""
+    https = Edge.new(id=ids.new_id("edghts"), account_id=account_id, kind="https")
+    return {
+        "tunnel": Tunnel.new(id=ids.new_id(Tunnel.PREFIX), account_id=account_id),
+        "https_edge": https,
+        "tcp_edge": Edge.new(id=ids.new_id("edgtcp"), account_id=account_id, kind="tcp"),
+        "route": EdgeRoute.new(
+            id=ids.new_id(EdgeRoute.PREFIX), account_id=account_id, edge_id=https.id
+        ),
+        "endpoint_configuration": EndpointConfiguration.new(
+            id=ids.new_id(EndpointConfiguration.PREFIX), account_id=account_id
+        ),
+    }
+
+
 async def seed(session: Unit, account_id: str) -> Entries:
     """Insert the rows; which operations must use which of them."""
-    endpoint = _endpoint(account_id)
-    users = [_user_with_session(account_id) for _ in range(4)]
+    read_only = _read_only(account_id)
+    endpoint = _endpoint(account_id, read_only["tunnel"])
+    users = [_user_with_session(account_id, endpoint) for _ in range(4)]
     subscription = EventSubscription.new(
         id=ids.new_id(EventSubscription.PREFIX), account_id=account_id
     )
@@ -73,21 +97,34 @@ async def seed(session: Unit, account_id: str) -> Entries:
     backend = TunnelGroupBackend.new(
         id=ids.new_id(TunnelGroupBackend.PREFIX), account_id=account_id
     )
-    rows = [endpoint, *(row for pair in users for row in pair), subscription, edge, backend]
-    session.add_all(rows)
+    rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
+    session.add_all([*rows, subscription, edge, backend])
     await session.flush()
     session.add_all(
         EventSource.new(subscription_id=subscription.id, type=type_, account_id=account_id)
         for type_ in SEEDED_TYPES
     )
+    route = read_only["route"]
     return [
         (("include-operation-id", "endpoints.get"), {"path.id": endpoint.id}),
         (("include-operation-id", "application_users.get"), {"path.id": users[0][0].id}),
         (("include-operation-id", "application_users.delete"), {"path.id": users[1][0].id}),
         (("include-operation-id", "application_sessions.get"), {"path.id": users[2][1].id}),
         (("include-operation-id", "application_sessions.delete"), {"path.id": users[3][1].id}),
+        (("include-operation-id", "tunnels.get"), {"path.id": read_only["tunnel"].id}),
+        (("include-operation-id", "https_edges.get"), {"path.id": read_only["https_edge"].id}),
+        (("include-operation-id", "tcp_edges.get"), {"path.id": read_only["tcp_edge"].id}),
         (
-            ("include-path-regex", "^/event_subscriptions/"),
+            ("include-operation-id", "https_edge_routes.get"),
+            {"path.edge_id": route.edge_id, "path.id": route.id},
+        ),
+        (
+            ("include-operation-id", "endpoint_configurations.get"),
+            {"path.id": read_only["endpoint_configuration"].id},
+        ),
+        (
+            # The event source operations (not the subscriptions' own, which the API makes).
+            ("include-path-regex", "^/event_subscriptions/[{]subscription_id[}]/sources"),
             {"path.subscription_id": subscription.id},
         ),
         (

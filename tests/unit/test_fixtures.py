@@ -243,15 +243,23 @@ def test_other_item_rules():
     lines = problems(
         """\
         version: 1
-        edges: [{kind: tcp, backend: {backend_id: "@g"}}]
+        edges: [{kind: https, backend: {backend_id: "@g"}},
+                {kind: tcp, backend: {backend_id: "@g"}}]
         tunnel_group_backends: [{ref: g}]
         application_users: [{last_login: "2026-13-01T00:00:00Z"}]
+        reserved_addrs: [{addr: "a.test:1"}, {addr: "A.test:1"}]
+        endpoints: [{type: ephemeral, proto: tcp, tunnel_id: "@t"}]
+        tunnels: [{ref: t, started_at: "2026-02-30T00:00:00Z"}]
         """
     )
     assert lines == [
-        "f.yaml:2:21: $.edges[0].backend: only a tls edge has a backend module",
-        "f.yaml:4:34: $.application_users[0].last_login: '2026-13-01T00:00:00Z' is not a "
+        "f.yaml:2:23: $.edges[0].backend: only tls and tcp edges have a backend module",
+        "f.yaml:5:34: $.application_users[0].last_login: '2026-13-01T00:00:00Z' is not a "
         "valid RFC 3339 time",
+        "f.yaml:6:45: $.reserved_addrs[1].addr: the address is reserved at 6:25 already",
+        "f.yaml:7:13: $.endpoints[0]: an endpoint needs hostport, or tcp_addr_id to take its "
+        "address",
+        "f.yaml:8:32: $.tunnels[0].started_at: '2026-02-30T00:00:00Z' is not a valid RFC 3339 time",
     ]
 
 
@@ -288,8 +296,11 @@ def test_the_example_file_is_valid():
     plan = fixture_plan.build(doc, {"paths": {p: {"post": {}} for p, _ in _api_paths()}})
     assert plan.issues == []
     sections = {item.section for item in plan.items}
-    assert sections >= {*fixture_plan.PHASE1, *fixture_plan.PHASE3}
+    # Every kind the API cannot create has a direct item, every kind it can an api item.
+    read_only = {"tunnels", "endpoint_configurations", "edges", "edge_routes"}
+    assert sections >= {*read_only, *fixture_plan.PHASE3}
     assert {f"api.{s}" for s in fixture_plan.API_SECTIONS} <= sections
+    assert set(fixture_plan.PHASE1) - read_only <= set(fixture_plan.API_SECTIONS)
 
 
 def _api_paths() -> list[tuple[str, str]]:

@@ -3,11 +3,15 @@ and concurrent upgrades do not race."""
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import pytest
+import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
@@ -15,6 +19,7 @@ from sqlmodel import SQLModel
 
 import models  # noqa: F401
 from tests import pgcluster
+from tests.factories import x509_certificate
 from tunnelgw import migrate
 
 
@@ -55,3 +60,200 @@ def test_sync_url_maps_async_drivers():
 
 def test_the_head_constant_is_alembics_head():
     assert migrate.head() == migrate.alembic_head()
+
+
+# Revision 0004 carries the rows of older databases over (fixture rows: the resources it
+# turns into API resources could only be written by fixture files before).
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def _to(url: str, revision: str) -> None:
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.begin() as connection:
+            if migrate.current(connection) is not None:
+                pytest.skip("needs a fresh database (an existing TUNNELGW_TEST_DATABASE_URL)")
+            config = migrate._config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    finally:
+        engine.dispose()
+
+
+def _table(name: str, *columns: str) -> sa.TableClause:
+    types = {
+        "created_at": sa.DateTime(timezone=True),
+        "not_after": sa.DateTime(timezone=True),
+        "port": sa.Integer(),
+    }
+    return sa.table(name, *(sa.column(c, types.get(c, sa.String())) for c in columns))
+
+
+def _insert(url: str, rows: list[tuple[sa.TableClause, dict[str, object]]]) -> None:
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.begin() as connection:
+            for table, values in rows:
+                connection.execute(table.insert().values(**values))
+    finally:
+        engine.dispose()
+
+
+def _described(account: str, id_: str) -> dict[str, object]:
+    return {"id": id_, "account_id": account, "created_at": NOW, "description": "", "metadata": ""}
+
+
+def _legacy_rows(account: str, pem: str) -> list[tuple[sa.TableClause, dict[str, object]]]:
+    described = ("id", "account_id", "created_at", "description", "metadata")
+    return [
+        (
+            _table("account", "id", "name", "created_at"),
+            {"id": account, "name": "", "created_at": NOW},
+        ),
+        (_table("tunnel", *described), _described(account, "tn_1")),
+        (
+            _table("tls_certificate", *described, "certificate_pem", "issued_for_id", "not_after"),
+            {**_described(account, "cert_pem"), "certificate_pem": pem, "not_after": NOW},
+        ),
+        (
+            _table("tls_certificate", *described, "certificate_pem", "issued_for_id"),
+            {**_described(account, "cert_issued"), "certificate_pem": pem, "issued_for_id": "rd_1"},
+        ),
+        (
+            _table("tls_certificate", *described, "certificate_pem"),
+            {**_described(account, "cert_none"), "certificate_pem": ""},
+        ),
+        (
+            _table("reserved_domain", *described, "domain", "region", "certificate_id"),
+            {
+                **_described(account, "rd_1"),
+                "domain": f"{account}.test",
+                "region": "us",
+                "certificate_id": "cert_none",
+            },
+        ),
+        (
+            _table("reserved_addr", *described, "addr", "region"),
+            {**_described(account, "ra_1"), "addr": "1.TCP.example.test:20001", "region": "eu"},
+        ),
+        (
+            _table("edge_route", *described, "edge_id", "match"),
+            {**_described(account, "edghtsrt_1"), "edge_id": "edghts_1", "match": "/"},
+        ),
+    ]
+
+
+def test_0004_carries_older_rows_over(url):
+    _to(url, "0003")
+    pem = x509_certificate(ca=False, common_names=("legacy.example.com",))
+    account = f"acct_{uuid.uuid4().hex[:12]}"
+    _insert(url, _legacy_rows(account, pem))
+    assert migrate.upgrade(url) == migrate.head()
+
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.connect() as conn:
+            certs = {
+                row.id: row
+                for row in conn.execute(
+                    sa.text(
+                        "SELECT id, subject_common_name, private_key_type, issued_at, "
+                        "not_before, subject_alternative_names FROM tls_certificate "
+                        "WHERE account_id = :a"
+                    ),
+                    {"a": account},
+                )
+            }
+            domain = conn.execute(
+                sa.text("SELECT certificate_id FROM reserved_domain WHERE id = 'rd_1'")
+            ).one()
+            addr = conn.execute(
+                sa.text("SELECT host, port FROM reserved_addr WHERE id = 'ra_1'")
+            ).one()
+            tunnel = conn.execute(
+                sa.text("SELECT proto, region, public_url, labels FROM tunnel WHERE id = 'tn_1'")
+            ).one()
+            route = conn.execute(
+                sa.text("SELECT match_type FROM edge_route WHERE id = 'edghtsrt_1'")
+            ).one()
+    finally:
+        engine.dispose()
+    assert set(certs) == {"cert_pem", "cert_issued"}  # the record without a certificate went
+    assert domain.certificate_id is None  # ... and the domain no longer names it
+    for row in certs.values():
+        assert (row.subject_common_name, row.private_key_type) == ("legacy.example.com", "ecdsa")
+        names = row.subject_alternative_names
+        assert (json.loads(names) if isinstance(names, str) else names) == {
+            "dns_names": [],
+            "ips": [],
+        }
+    assert certs["cert_pem"].issued_at is None
+    assert certs["cert_issued"].issued_at is not None
+    assert (addr.host, addr.port) == ("1.tcp.example.test", 20001)
+    assert (tunnel.proto, tunnel.region, tunnel.public_url) == ("https", "us", "")
+    assert route.match_type == "path_prefix"
+
+
+def test_0004_stops_on_an_address_held_twice(url):
+    _to(url, "0003")
+    account = f"acct_{uuid.uuid4().hex[:12]}"
+    described = ("id", "account_id", "created_at", "description", "metadata")
+    addrs = _table("reserved_addr", *described, "addr", "region")
+    _insert(
+        url,
+        [
+            (
+                _table("account", "id", "name", "created_at"),
+                {"id": account, "name": "", "created_at": NOW},
+            ),
+            (addrs, {**_described(account, "ra_a"), "addr": "x.test:1", "region": "us"}),
+            (addrs, {**_described(account, "ra_b"), "addr": "X.test:1", "region": "us"}),
+        ],
+    )
+    with pytest.raises(RuntimeError, match=r"x\.test:1.*ra_a.*ra_b"):
+        migrate.upgrade(url)
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.connect() as conn:
+            assert migrate.current(conn) == "0003"  # nothing of 0004 stayed
+    finally:
+        engine.dispose()
+
+
+def test_0004_downgrades_and_upgrades_again(url):
+    _to(url, "head")
+    account = f"acct_{uuid.uuid4().hex[:12]}"
+    described = ("id", "account_id", "created_at", "description", "metadata")
+    _insert(
+        url,
+        [
+            (
+                _table("account", "id", "name", "created_at"),
+                {"id": account, "name": "", "created_at": NOW},
+            ),
+            (
+                _table("reserved_addr", *described, "host", "port", "region"),
+                {
+                    **_described(account, "ra_1"),
+                    "host": "us.tcp.x.test",
+                    "port": 20001,
+                    "region": "us",
+                },
+            ),
+        ],
+    )
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.begin() as connection:
+            config = migrate._config()
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0003")
+        with engine.connect() as conn:
+            assert migrate.current(conn) == "0003"
+            addr = conn.execute(sa.text("SELECT addr FROM reserved_addr WHERE id = 'ra_1'")).one()
+            assert addr.addr == "us.tcp.x.test:20001"
+    finally:
+        engine.dispose()
+    assert migrate.upgrade(url) == migrate.head()
+    test_migrated_schema_equals_the_models(url)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from tunnelgw.settings import Settings, normal_url
 
 
@@ -28,3 +31,35 @@ def test_defaults_and_environment(monkeypatch, tmp_path):
     )
     assert Settings(public_url=None).resolved_public_url() is None
     assert Settings().max_body_bytes == 1024 * 1024
+
+
+def test_tcp_address_settings(monkeypatch):
+    settings = Settings()
+    assert (settings.tcp_port_min, settings.tcp_port_max) == (20000, 29999)
+    assert settings.tcp_host("eu") == "eu.tcp.tunnelgw.test"
+    monkeypatch.setenv("TUNNELGW_TCP_HOST_PATTERN", "TCP-{region}.Edge")
+    monkeypatch.setenv("TUNNELGW_SHARED_DOMAIN", "example.net")
+    monkeypatch.setenv("TUNNELGW_TCP_PORT_MIN", "1")
+    monkeypatch.setenv("TUNNELGW_TCP_PORT_MAX", "1")
+    settings = Settings()
+    assert settings.tcp_host("us") == "tcp-us.edge.example.net"
+    assert (settings.tcp_port_min, settings.tcp_port_max) == (1, 1)
+    assert Settings(tcp_host_pattern="tcp").tcp_host("jp") == "tcp.example.net"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"tcp_host_pattern": "{zone}.tcp"}, "only placeholder"),
+        ({"tcp_host_pattern": "{region"}, "only placeholder"),
+        ({"tcp_host_pattern": "*.tcp"}, "not DNS labels"),
+        ({"tcp_host_pattern": "tcp..{region}"}, "not DNS labels"),
+        ({"tcp_host_pattern": "-tcp"}, "not DNS labels"),
+        ({"tcp_port_min": 30000, "tcp_port_max": 29999}, "must not be greater"),
+        ({"tcp_port_min": 0}, "greater than or equal to 1"),
+        ({"tcp_port_max": 65536}, "less than or equal to 65535"),
+    ],
+)
+def test_invalid_tcp_address_settings(fields, message):
+    with pytest.raises(ValidationError, match=message):
+        Settings(**fields)

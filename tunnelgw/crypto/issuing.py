@@ -1,5 +1,8 @@
 """The server's issuing CA and the TLS server certificates it signs for reserved domains
 (certificate management): pure X.509 work with `cryptography`, no database, no HTTP.
+
+Each result carries the API fields of its certificate, derived as for uploaded TLS
+certificates (`tls.certificate_fields`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tunnelgw.crypto.tls import CertificateFields, certificate_fields
+
 CA_VALIDITY = timedelta(days=3650)
 # X.520's upper bound for a common name; longer domains are named in the SAN only.
 MAX_COMMON_NAME = 64
@@ -23,12 +28,14 @@ PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
 @dataclass(frozen=True, slots=True)
 class Issued:
-    """A certificate and its private key: PEM (one certificate) and PKCS #8 DER."""
+    """A certificate and its private key: PEM (one certificate) and PKCS #8 DER, and the
+    certificate's API fields."""
 
     certificate_pem: str
     private_key_der: bytes
     not_before: datetime
     not_after: datetime
+    fields: CertificateFields
 
 
 def ca_common_name(name: str) -> str:
@@ -85,7 +92,7 @@ def new_ca(name: str, now: datetime) -> Issued:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
         .sign(key, hashes.SHA256())
     )
-    return Issued(_pem(cert), _der(key), now, not_after)
+    return Issued(_pem(cert), _der(key), now, not_after, certificate_fields(cert))
 
 
 def _leaf_usage(key_type: str) -> x509.KeyUsage:
@@ -136,4 +143,4 @@ def issue(
         )
         .sign(ca_key, hashes.SHA256())
     )
-    return Issued(_pem(cert), _der(key), not_before, not_after)
+    return Issued(_pem(cert), _der(key), not_before, not_after, certificate_fields(cert))

@@ -12,6 +12,8 @@ Rules, in the order they are checked (each raises `CryptoError` with its `Rule`)
 5. `NOT_A_CA`: basic constraints absent or `CA:FALSE`.
 
 Expired or not-yet-valid certificates are accepted; their dates are reported as they are.
+The PEM reader, the certificate loader and the name and usage helpers are public: the TLS
+certificate code (`tls`) reads chains and derives the same fields with them.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from tunnelgw.crypto import CryptoError, Rule
 
 # Linear scan for PEM markers: labels are short and hold no hyphen (RFC 7468).
 _MARKER = re.compile(r"-----(BEGIN|END) ([^\r\n-]{0,64})-----")
-_CERT_LABELS = frozenset({"CERTIFICATE", "X509 CERTIFICATE"})
+CERTIFICATE_LABELS = frozenset({"CERTIFICATE", "X509 CERTIFICATE"})
 # What `cryptography` raises for DER it cannot read, at load or when a field is read
 # (a name attribute of an unexpected ASN.1 type is a TypeError).
-_UNDECODABLE = (
+UNDECODABLE = (
     ValueError,
     TypeError,
     x509.InvalidVersion,
@@ -78,11 +80,11 @@ class CaCertificate:
 
 def parse_ca(text: str) -> CaCertificate:
     """The CA certificate in `text` (one PEM certificate); raises CryptoError."""
-    cert = _load(_single_block(text))
+    cert = load_certificate(_single_block(text))
     try:
         derived = _derive(cert)
         is_ca = _is_ca(cert)
-    except _UNDECODABLE as exc:
+    except UNDECODABLE as exc:
         raise CryptoError(
             Rule.INVALID_CERTIFICATE, f"The certificate cannot be decoded: {exc}."
         ) from None
@@ -94,8 +96,9 @@ def parse_ca(text: str) -> CaCertificate:
     return derived
 
 
-def _blocks(text: str) -> list[tuple[str, str]]:
-    """Every (label, base64 body) PEM block of `text`; raises CryptoError(INVALID_PEM)."""
+def pem_blocks(text: str, expected: str = "CERTIFICATE") -> list[tuple[str, str]]:
+    """Every (label, base64 body) PEM block of `text`, in order; raises
+    CryptoError(INVALID_PEM), whose message names the `expected` label if there is none."""
     blocks: list[tuple[str, str]] = []
     open_label: str | None = None
     start = 0
@@ -113,15 +116,15 @@ def _blocks(text: str) -> list[tuple[str, str]]:
         raise CryptoError(Rule.INVALID_PEM, f"No '-----END {open_label}-----' marker.")
     if not blocks:
         raise CryptoError(
-            Rule.INVALID_PEM, "Not PEM: expected a '-----BEGIN CERTIFICATE-----' block."
+            Rule.INVALID_PEM, f"Not PEM: expected a '-----BEGIN {expected}-----' block."
         )
     return blocks
 
 
 def _single_block(text: str) -> str:
     """The base64 body of the one certificate block of `text`; raises CryptoError."""
-    blocks = _blocks(text)
-    other = next((label for label, _ in blocks if label not in _CERT_LABELS), None)
+    blocks = pem_blocks(text)
+    other = next((label for label, _ in blocks if label not in CERTIFICATE_LABELS), None)
     if other is not None:
         raise CryptoError(
             Rule.NOT_A_CERTIFICATE,
@@ -135,11 +138,13 @@ def _single_block(text: str) -> str:
     return blocks[0][1]
 
 
-def _load(body: str) -> x509.Certificate:
+def load_certificate(body: str) -> x509.Certificate:
+    """The certificate whose DER `body` holds in base64 (whitespace ignored); raises
+    CryptoError(INVALID_CERTIFICATE)."""
     try:
         der = base64.b64decode("".join(body.split()), validate=True)
         return x509.load_der_x509_certificate(der)
-    except _UNDECODABLE:
+    except UNDECODABLE:
         raise CryptoError(
             Rule.INVALID_CERTIFICATE,
             "The CERTIFICATE block does not hold a valid base64 DER X.509 certificate.",
@@ -150,26 +155,28 @@ def _derive(cert: x509.Certificate) -> CaCertificate:
     """The API fields of `cert`; raises ValueError for fields that cannot be decoded."""
     return CaCertificate(
         pem=cert.public_bytes(Encoding.PEM).decode("ascii"),
-        subject_common_name=_common_name(cert),
+        subject_common_name=name_value(cert.subject, NameOID.COMMON_NAME),
         not_before=cert.not_valid_before_utc.replace(microsecond=0),
         not_after=cert.not_valid_after_utc.replace(microsecond=0),
-        key_usages=_key_usages(cert),
-        extended_key_usages=_extended_key_usages(cert),
+        key_usages=key_usages(cert),
+        extended_key_usages=extended_key_usages(cert),
     )
 
 
-def _common_name(cert: x509.Certificate) -> str:
-    """The subject's CN (the last one, the most specific, if several); "" if none."""
-    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    if not names:
-        return ""
-    value = names[-1].value
+def name_value(name: x509.Name, oid: x509.ObjectIdentifier) -> str:
+    """The value of the `oid` attribute of `name` (the last one, the most specific, if
+    several: names run from the most general RDN to the most specific); "" if none."""
+    attributes = name.get_attributes_for_oid(oid)
+    return clean_text(attributes[-1].value) if attributes else ""
+
+
+def clean_text(value: str | bytes) -> str:
+    """`value` as text any database and JSON can store: no NUL, no lone surrogates."""
     text = value if isinstance(value, str) else value.decode("utf-8", "replace")
-    # Keep what any database and JSON can store: no NUL, no lone surrogates.
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
-def _key_usages(cert: x509.Certificate) -> tuple[str, ...]:
+def key_usages(cert: x509.Certificate) -> tuple[str, ...]:
     try:
         usage = cert.extensions.get_extension_for_class(x509.KeyUsage).value
     except x509.ExtensionNotFound:
@@ -180,7 +187,7 @@ def _key_usages(cert: x509.Certificate) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _extended_key_usages(cert: x509.Certificate) -> tuple[str, ...]:
+def extended_key_usages(cert: x509.Certificate) -> tuple[str, ...]:
     try:
         usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     except x509.ExtensionNotFound:

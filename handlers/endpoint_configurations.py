@@ -1,0 +1,13 @@
+"""Endpoint configurations (`/endpoint_configurations/{id}`): retired by the platform but
+referenced by reserved domains; read-only (rows come from fixtures), get only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import EndpointConfiguration
+from tunnelgw import resources
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await resources.read_one(EndpointConfiguration, id)

@@ -1,0 +1,61 @@
+"""Reserved TCP addresses (`/reserved_addrs`): the service assigns `addr`, a free port of the
+configured range on the region's TCP host under the shared domain, unique across accounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import ReservedAddr
+from models.reserved_addr import free_port
+from tunnelgw import auth, db, ids, resources, settings
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+DEFAULT_REGION = "us"
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    config = settings.current()
+    region = body.get("region") or DEFAULT_REGION
+    host = config.tcp_host(region)
+    async with db.write() as unit:
+        port = await free_port(unit, host, config.tcp_port_min, config.tcp_port_max)
+        if port is None:
+            raise ApiError(
+                Code.NO_FREE_ADDRESS,
+                f"Every port of {config.tcp_port_min}..{config.tcp_port_max} on {host} is "
+                "reserved; release an address or widen the range (TUNNELGW_TCP_PORT_MIN/MAX).",
+                host=host,
+            )
+        addr = ReservedAddr.new(
+            id=ids.new_id(ReservedAddr.PREFIX),
+            account_id=auth.caller().account_id,
+            host=host,
+            port=port,
+            region=region,
+        )
+        resources.apply_patch(addr, body, resources.DESCRIBED_FIELDS)
+        # A concurrent reservation of the same port loses on the unique index (409).
+        unit.add(addr)
+    return addr.to_api(), 201
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await resources.read_one(ReservedAddr, id)
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    return await resources.read_page(ReservedAddr, "reserved_addrs", limit, before_id, beforeId)
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return await resources.update_described(ReservedAddr, id, body)
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    return await resources.delete_one(ReservedAddr, id)

@@ -1,0 +1,25 @@
+"""TCP edges (`/edges/tcp`): read-only here (rows come from fixtures); the backend module is
+shown, the platform's other TCP edge modules are not modelled (always null)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tunnelgw import auth, db, edges, resources
+
+PATH = "/edges/tcp"
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async with db.read() as unit:
+        return (await edges.get(unit, auth.caller(), "tcp", id)).to_api()
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    async with db.read() as unit:
+        rows, more = await edges.page(unit, auth.caller(), "tcp", limit, before_id, beforeId)
+    return resources.envelope("tcp_edges", PATH, rows, limit, more=more)

@@ -1,0 +1,76 @@
+"""TLS certificates (`/tls_certificates`): an uploaded chain (leaf first) with the leaf's
+private key, checked by tunnelgw.crypto.tls; certificate management's issued certificates are
+rows of the same table (tunnelgw.certstore). The private key is stored wrapped under the KEK
+and never returned; a certificate a reserved domain uses cannot be deleted (409)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from models import TlsCertificate
+from models.reserved_domain import uses_certificate
+from models.tls_certificate import certificate_columns
+from tunnelgw import auth, db, ids, resources
+from tunnelgw.crypto import CryptoError, keys, tls
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    try:
+        # Checking a large RSA key takes a while: keep the event loop free meanwhile.
+        parsed = await asyncio.to_thread(
+            tls.parse_tls_certificate, body["certificate_pem"], body["private_key_pem"]
+        )
+    except CryptoError as exc:
+        # Rule names are catalog code names (tests/unit/test_crypto_tls.py keeps them so).
+        raise ApiError(Code[exc.rule.name], exc.msg, field=exc.field or "certificate_pem") from None
+    cert_id = ids.new_id(TlsCertificate.PREFIX)
+    cert = TlsCertificate.new(
+        id=cert_id,
+        account_id=auth.caller().account_id,
+        certificate_pem=parsed.certificate_pem,
+        wrapped_private_key=keys.wrap(
+            keys.current(), parsed.private_key_der, cert_id.encode("ascii")
+        ),
+        **certificate_columns(parsed.fields),
+    )
+    resources.apply_patch(cert, body, resources.DESCRIBED_FIELDS)
+    async with db.write() as unit:
+        unit.add(cert)
+    return cert.to_api(), 201
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await resources.read_one(TlsCertificate, id)
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    return await resources.read_page(TlsCertificate, "tls_certificates", limit, before_id, beforeId)
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return await resources.update_described(TlsCertificate, id, body)
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as unit:
+        # Locked before the check; attaching a certificate share-locks it, so no domain can
+        # take it up between the check and the delete.
+        cert = await resources.get_owned(unit, TlsCertificate, auth.caller(), id, lock=True)
+        if await uses_certificate(unit, cert.id):
+            raise ApiError(
+                Code.CERTIFICATE_IN_USE,
+                f"The TLS certificate {id!r} is a reserved domain's certificate; attach another "
+                "certificate to the domain or detach it (DELETE "
+                "/reserved_domains/{id}/certificate) first.",
+                id=id,
+            )
+        await unit.delete(cert)
+    return None, 204

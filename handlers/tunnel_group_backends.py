@@ -1,0 +1,90 @@
+"""Tunnel group backends (`/backends/tunnel_group`): `labels` select the account's tunnels
+(models.tunnel_group_member keeps the selection); a backend that an edge or route module uses
+cannot be deleted (409). On update, `labels: {}` changes nothing (the Python client sends it
+with every update)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from models import TunnelGroupBackend, TunnelGroupMember
+from models.tunnel_group_backend import in_use
+from models.tunnel_group_member import regroup_backend, tunnels_of
+from tunnelgw import auth, db, ids, resources
+from tunnelgw.errors import ApiError, Code
+from tunnelgw.resources import Body
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    backend = TunnelGroupBackend.new(
+        id=ids.new_id(TunnelGroupBackend.PREFIX),
+        account_id=auth.caller().account_id,
+        labels=dict(body.get("labels") or {}),
+    )
+    resources.apply_patch(backend, body, resources.DESCRIBED_FIELDS)
+    async with db.write() as unit:
+        unit.add(backend)
+        tunnels = await regroup_backend(unit, backend)
+    return backend.to_api(tunnels), 201
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async with db.read() as unit:
+        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id)
+        return backend.to_api(await tunnels_of(unit, backend.id))
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    async with db.read() as unit:
+        rows, more = await resources.page_rows(
+            unit, TunnelGroupBackend, auth.caller(), limit, before_id, beforeId
+        )
+        members = await resources.select_in(
+            unit, TunnelGroupMember, "backend_id", [row.id for row in rows]
+        )
+    tunnels: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
+    for member in sorted(members, key=lambda m: m.tunnel_id):
+        tunnels[member.backend_id].append(member.tunnel_id)
+    return resources.envelope(
+        "backends",
+        TunnelGroupBackend.PATH,
+        rows,
+        limit,
+        more=more,
+        render=lambda backend: backend.to_api(tunnels[backend.id]),
+    )
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    body = body or {}
+    async with db.write() as unit:
+        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        resources.apply_patch(backend, body, resources.DESCRIBED_FIELDS)
+        if body.get("labels"):  # {} and null change nothing
+            backend.labels = dict(body["labels"])
+            tunnels = await regroup_backend(unit, backend)
+        else:
+            tunnels = await tunnels_of(unit, backend.id)
+    return backend.to_api(tunnels)
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+    async with db.write() as unit:
+        # Locked before the check, so no module can name it between the check and the delete
+        # (the modules share-lock the backend they name).
+        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        if await in_use(unit, backend.id):
+            raise ApiError(
+                Code.BACKEND_IN_USE,
+                f"The tunnel group backend {id!r} is the backend of an edge or route module; "
+                "remove the module first (DELETE /edges/tls/{id}/backend for a TLS edge).",
+                id=id,
+            )
+        await unit.delete(backend)
+    return None, 204

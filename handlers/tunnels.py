@@ -1,0 +1,37 @@
+"""Tunnels (`/tunnels`): read-only (agents start tunnels; rows come from fixtures). Each shows
+the tunnel group backends it serves (models.tunnel_group_member)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from models import Tunnel, TunnelGroupMember
+from models.tunnel_group_member import backends_of
+from tunnelgw import auth, db, resources
+
+
+async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async with db.read() as unit:
+        tunnel = await resources.get_owned(unit, Tunnel, auth.caller(), id)
+        return tunnel.to_api(await backends_of(unit, tunnel.id))
+
+
+async def list(
+    limit: int = resources.MAX_LIMIT,
+    before_id: str | None = None,
+    beforeId: str | None = None,  # noqa: N803
+) -> dict[str, Any]:
+    async with db.read() as unit:
+        rows, more = await resources.page_rows(
+            unit, Tunnel, auth.caller(), limit, before_id, beforeId
+        )
+        members = await resources.select_in(
+            unit, TunnelGroupMember, "tunnel_id", [row.id for row in rows]
+        )
+    backends: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
+    for member in sorted(members, key=lambda m: m.backend_id):
+        backends[member.tunnel_id].append(member.backend_id)
+    return resources.envelope(
+        "tunnels", Tunnel.PATH, rows, limit, more=more, render=lambda t: t.to_api(backends[t.id])
+    )
