@@ -25,6 +25,7 @@ SPEC: dict[str, Any] = {
     "components": {
         "schemas": {
             "Timestamp": {"type": "string", "format": "date-time"},
+            "Ports": {"type": "array", "items": {"type": "integer"}},
             "NullableRef": {
                 "type": "object",
                 "nullable": True,
@@ -46,7 +47,7 @@ SCHEMA: dict[str, Any] = {
         "weight": {"type": "number", "format": "double"},
         "enabled": {"type": "boolean"},
         "principals": {"type": "array", "items": {"type": "string"}},
-        "ports": {"type": "array", "items": {"type": "integer"}},
+        "ports": {"$ref": "#/components/schemas/Ports"},
         "headers": {"type": "object", "additionalProperties": {"type": "string"}},
         "certificate": {"$ref": "#/components/schemas/NullableRef"},
         "owner": {
@@ -319,6 +320,7 @@ def test_a_page_of_items() -> None:
         ('obj.principals.contains("alice")', Code.FILTER_TYPE, 1),
         ("obj.status_code in obj.description", Code.FILTER_TYPE, 20),
         ("obj.status_code in obj.principals", Code.FILTER_TYPE, 17),
+        ('"80" in obj.ports', Code.FILTER_TYPE, 6),
         ("obj.description in [1, 2]", Code.FILTER_TYPE, 17),
         ("size(obj.status_code) > 1", Code.FILTER_TYPE, 6),
         ('obj.description.add("1h") > timestamp(time.now)', Code.FILTER_TYPE, 1),
