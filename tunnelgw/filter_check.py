@@ -6,8 +6,9 @@ expression it accepted with a small recursive-descent grammar of the documented 
 literals, `startsWith`/`endsWith`/`contains`/`size`, `timestamp(...)` and `.add`/`.subtract`.
 It knows each value's possible kinds (string, number, bool, timestamp, list, map, null, or
 dyn when the schema does not say), so it can reject unknown fields and mistyped operands with
-the column where they are. It also records the spans to rewrite: obj paths and timestamp
-constants, replaced by variable names padded to the same width.
+the column where they are. It also records the spans to rewrite: obj paths, timestamp
+constants and `.add`/`.subtract` on fields (`+_d0`), replaced by variable names padded to the
+same width.
 """
 
 from __future__ import annotations
@@ -298,18 +299,19 @@ class Checker:
     def member(self) -> _Val:
         val = self.primary()
         while self.at(".") or self.at("["):
-            if self.take().text == "[":
+            dot = self.take()
+            if dot.text == "[":
                 what = "indexing with [] is not supported; select fields with '.'"
-                raise error(Code.FILTER_SYNTAX, what, self.peek(-1).at)
+                raise error(Code.FILTER_SYNTAX, what, dot.at)
             name = self.take()
             if name.kind != "id":
                 raise self.unexpected(name)
             if not self.at("("):
                 val = self.select(val, name)
             elif name.text in ("add", "subtract") and val.const is not None:
-                val = self.method(val, name)
+                val = self.method(val, name, dot)
             else:
-                val = self.method(self.finish(val), name)
+                val = self.method(self.finish(val), name, dot)
         return self.finish(val)
 
     def select(self, val: _Val, name: _Tok) -> _Val:
@@ -346,7 +348,7 @@ class Checker:
         self.rewrites.append((val.start, val.end, name))
         return _Val(val.kinds, val.start, val.end, val.elem, path=val.path)
 
-    def method(self, receiver: _Val, name: _Tok) -> _Val:
+    def method(self, receiver: _Val, name: _Tok, dot: _Tok) -> _Val:
         method = name.text
         if method not in _METHODS:
             raise self.unsupported(name)
@@ -360,15 +362,17 @@ class Checker:
         if method == "size":
             self.need(receiver, _SIZED, "size() needs a string, a list or an object")
             return _Val(_NUMBER, receiver.start, end)
-        if method in ("add", "subtract"):
-            self.need(receiver, _TIMESTAMP, f"{method}() needs a timestamp")
-            delta = self.duration(args[0])
-            when = receiver.const
-            try:
-                const = None if when is None else when + (delta if method == "add" else -delta)
-            except OverflowError:
-                raise error(Code.FILTER_SYNTAX, "the time is out of range", name.at) from None
-        return _Val(_TIMESTAMP, receiver.start, end, const=const)
+        self.need(receiver, _TIMESTAMP, f"{method}() needs a timestamp")
+        delta = self.duration(args[0]) * (1 if method == "add" else -1)
+        if receiver.const is None:  # `.add("1h")` becomes `+_d0`, a duration variable
+            var = f"_d{len(self.constants)}"
+            self.constants[var] = abs(delta)
+            self.rewrites.append((dot.at, end, ("+" if method == "add" else "-") + var))
+            return _Val(_TIMESTAMP, receiver.start, end)
+        try:
+            return _Val(_TIMESTAMP, receiver.start, end, const=receiver.const + delta)
+        except OverflowError:
+            raise error(Code.FILTER_SYNTAX, "the time is out of range", name.at) from None
 
     def unsupported(self, name: _Tok, count: int | None = None) -> ApiError:
         what = f"{name.text}() is not supported; filters have startsWith, endsWith, contains, "

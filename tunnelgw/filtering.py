@@ -7,9 +7,10 @@ type-checks against the item's JSON schema. Every error is an `ApiError` (400, `
 `filter`) whose message gives the column: the 1-based character offset in the expression.
 
 For speed each `obj.a.b` path is read in Python and handed to CEL as one variable, and each
-`timestamp(...)` constant is computed once: the checker rewrites those spans to names padded
-to the same width, so the program CEL runs keeps the user's offsets. Fields whose schema says
-`format: date-time` are converted to timestamps.
+`timestamp(...)` constant (with its `.add`/`.subtract`) is computed once; `.add("1h")` on a
+field becomes `+` a duration variable. The checker rewrites those spans to names padded to
+the same width, so the program CEL runs keeps the user's offsets and needs no Python
+callbacks. Fields whose schema says `format: date-time` are converted to timestamps.
 
 Semantics: an item on which evaluation fails (a null or absent object along a path, a
 timestamp field that is not RFC 3339) does not match, as a SQL row whose column is NULL
@@ -22,9 +23,9 @@ obj.certificate.id == "x"`). `size()` of a string counts UTF-8 bytes (cel-rust).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import cel
@@ -38,17 +39,6 @@ MAX_FILTER_BYTES = 4096
 _EVAL_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, OverflowError)
 
 
-def _add(when: datetime, duration: str) -> datetime:
-    return when + (parse_duration(duration) or timedelta())
-
-
-def _subtract(when: datetime, duration: str) -> datetime:
-    return when - (parse_duration(duration) or timedelta())
-
-
-_FUNCTIONS: dict[str, Callable[..., Any]] = {"add": _add, "subtract": _subtract}
-
-
 @dataclass
 class Filter:
     """A compiled filter; `matches` is cheap, so compile once per request."""
@@ -59,7 +49,7 @@ class Filter:
     context: cel.Context = field(init=False)
 
     def __post_init__(self) -> None:
-        self.context = cel.Context(self.constants, _FUNCTIONS)
+        self.context = cel.Context(self.constants)
 
     def matches(self, item: Mapping[str, Any]) -> bool:
         """True if the expression is true for `item`; false if it is false or fails on it.
@@ -72,7 +62,7 @@ class Filter:
             for key in path:
                 if not isinstance(value, Mapping) or key not in value:
                     # Left unbound: CEL reports an error, as for a field of null.
-                    context = cel.Context(self.constants, _FUNCTIONS)
+                    context = cel.Context(self.constants)
                     break
                 value = value[key]
             else:

@@ -231,6 +231,20 @@ def test_a_timestamp_field_that_is_not_rfc3339_does_not_match() -> None:
     assert not compiled.matches(make_item(created_at=None))
 
 
+def test_time_arithmetic_on_a_field_that_is_not_a_time_does_not_match(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    compiled = compile_filter(
+        'obj.created_at.add("1d") > timestamp(time.now) || obj.enabled', SCHEMA, spec=SPEC, now=NOW
+    )
+    for value in ("garbage", None, 5):
+        assert compiled.matches(make_item(created_at=value))
+        assert not compiled.matches(make_item(created_at=value, enabled=False))
+    late = compile_filter('obj.created_at.add("999999d") > timestamp(time.now)', SCHEMA, spec=SPEC)
+    assert not late.matches(make_item(created_at="9999-12-31T00:00:00Z"))
+    assert capfd.readouterr() == ("", "")
+
+
 @pytest.mark.parametrize(
     ("expression", "item", "expected"),
     [
@@ -265,7 +279,7 @@ def test_nulls_refs_and_nested_fields(
     assert matches(expression, item) is expected
 
 
-def test_a_page_of_items() -> None:
+def test_a_page_of_items(capfd: pytest.CaptureFixture[str]) -> None:
     compiled = compile_filter('obj.certificate.id.startsWith("cert_")', SCHEMA, spec=SPEC)
     page = [
         make_item(certificate=None if i % 2 else {"id": f"cert_{i}", "uri": "u"}) for i in range(10)
@@ -273,6 +287,7 @@ def test_a_page_of_items() -> None:
     assert [compiled.matches(item) for item in page] == [i % 2 == 0 for i in range(10)]
     assert compiled.matches(make_item(certificate=None)) is False  # reused context forgets
     assert compiled.matches(make_item()) is True
+    assert capfd.readouterr() == ("", "")  # failing items are quiet
 
 
 @pytest.mark.parametrize(
