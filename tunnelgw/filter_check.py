@@ -172,8 +172,8 @@ class Checker:
     """Walks the tokens of an expression cel-rust accepted: subset, fields, types, rewrites.
 
     After `check()`, `paths` maps each obj path to its variable name and whether it holds a
-    timestamp, `constants` maps names to precomputed timestamps, and `rewritten()` is the
-    program to run.
+    timestamp, `constants` maps names to precomputed timestamps and durations, and
+    `rewritten()` is the program to run.
     """
 
     def __init__(
