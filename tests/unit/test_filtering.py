@@ -156,6 +156,7 @@ def test_operators(expression: str, expected: bool) -> None:
         ("size(obj.description) == 11", True),
         ("size(obj.headers) == 1", True),
         ('size("") == 0', True),
+        ('size("é") == 2', True),  # cel-rust counts UTF-8 bytes, not code points (CEL says 1)
         ('obj.headers.retry_after == "120"', True),
     ],
 )
