@@ -43,6 +43,11 @@ class Code(enum.Enum):
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
+    # 400: list filters (tunnelgw.filtering); the message gives the column.
+    FILTER_SYNTAX = (400, "The filter is not a valid expression.")
+    FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
+    FILTER_TYPE = (400, "The filter applies an operator or function to a value of the wrong type.")
+    FILTER_TOO_LONG = (400, "The filter is longer than 4096 bytes.")
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
