@@ -246,14 +246,35 @@ def _check_version(headers: list[tuple[bytes, bytes]], names: tuple[bytes, ...])
         if key in names:
             value = raw.decode("latin-1")
             if value.strip() != SUPPORTED_VERSION:
+                sent = key.decode("latin-1")
                 raise ApiError(
                     Code.VERSION_UNSUPPORTED,
-                    f"{VERSION_HEADER} {value[:20]!r} is not supported; "
+                    f"{sent} {value[:20]!r} is not supported; "
                     f"send '{VERSION_HEADER}: {SUPPORTED_VERSION}'.",
                     param=VERSION_HEADER,
                 )
             return
-    raise ApiError(Code.VERSION_HEADER_MISSING, param=VERSION_HEADER)
+    raise _version_missing(headers)
+
+
+def _version_missing(headers: list[tuple[bytes, bytes]]) -> ApiError:
+    """The 400 for a request without the version header; when it sends another `*-Version`
+    header (a client library naming the header its own way), the message names that header
+    and the setting that accepts it."""
+    others = sorted(
+        {key.decode("latin-1") for key, _ in headers if key.endswith(b"-version")}
+    )
+    if not others:
+        return ApiError(Code.VERSION_HEADER_MISSING, param=VERSION_HEADER)
+    name = others[0][:64]
+    return ApiError(
+        Code.VERSION_HEADER_MISSING,
+        f"No {VERSION_HEADER} header; the request sends {name!r} instead. Send "
+        f"'{VERSION_HEADER}: {SUPPORTED_VERSION}', or accept {name!r} in its place by "
+        f"starting the server with TUNNELGW_VERSION_HEADER_ALIASES={name} "
+        f"(tunnelgw serve --version-header-alias {name}).",
+        param=VERSION_HEADER,
+    )
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+import re
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,6 +26,9 @@ class Settings(BaseSettings):
     # client never sends on a connection the server is closing at that moment.
     keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
     log_level: str = "info"
+    # More header names accepted in place of `Service-Version` (comma-separated), same value
+    # rule: for client libraries that send the version under another name. Default none.
+    version_header_aliases: str = ""
     json_logs: bool = False
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
@@ -53,6 +58,23 @@ class Settings(BaseSettings):
     seed: Path | None = None
     seed_account: str | None = None
 
+    @field_validator("version_header_aliases")
+    @classmethod
+    def _header_names(cls, value: str) -> str:
+        for name in value.split(","):
+            if name.strip() and not _TOKEN.fullmatch(name.strip()):
+                raise ValueError(f"{name.strip()!r} is not an HTTP header name")
+        return value
+
+    def version_header_alias_list(self) -> list[str]:
+        """The alias header names, lower-case, without duplicates or `Service-Version`."""
+        names: list[str] = []
+        for name in self.version_header_aliases.split(","):
+            name = name.strip().lower()
+            if name and name != "service-version" and name not in names:
+                names.append(name)
+        return names
+
     def ns_target_list(self) -> list[str]:
         return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
 
@@ -65,6 +87,9 @@ class Settings(BaseSettings):
         """The public base URL without a trailing slash, or None to use the request's."""
         return self.public_url.rstrip("/") if self.public_url else None
 
+
+# An HTTP header name (RFC 9110 token).
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 # The drivers we ship: stdlib sqlite3 and psycopg 3 (older URLs naming others still work).
 _DRIVERS = {
