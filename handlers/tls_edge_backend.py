@@ -38,15 +38,32 @@ def _module(edge: Edge) -> dict[str, Any]:
     }
 
 
+def requested_module(body: dict[str, Any]) -> tuple[str, bool | None, str]:
+    """(backend_id, enabled, the field naming the backend) of a PUT body, flat or wrapped
+    (`{"id": ..., "module": {...}}`); ApiError(400) for both forms at once or no backend."""
+    module = body.get("module")
+    field = "backend_id"
+    if module is not None:
+        flat = [name for name in ("enabled", "backend_id") if body.get(name) is not None]
+        if flat:
+            raise ApiError(
+                Code.CONFLICTING_FIELDS,
+                f"Send the module flat or wrapped in `module`, not both ({flat[0]} and module).",
+                field="module",
+            )
+        body, field = module, "module.backend_id"
+    backend_id = body.get("backend_id")
+    if backend_id is None:
+        raise ApiError(Code.MISSING_FIELD, f"{field} is required.", field=field)
+    return backend_id, body.get("enabled"), field
+
+
 async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    body = body or {}
-    enabled = body.get("enabled")
+    backend_id, enabled, field = requested_module(body or {})
     caller = auth.caller()
     async with db.write() as unit:
         edge = await _tls_edge(unit, caller, id)
-        backend = await resources.get_reference(
-            unit, TunnelGroupBackend, caller, body["backend_id"], "backend_id"
-        )
+        backend = await resources.get_reference(unit, TunnelGroupBackend, caller, backend_id, field)
         edge.backend_id = backend.id
         edge.backend_enabled = True if enabled is None else bool(enabled)
     return _module(edge)

@@ -121,8 +121,9 @@ def test_update_takes_no_body_and_no_content_type(admin, esb):
     assert (bare.status_code, bare.json()["type"]) == (200, "reserved_domain_updated.v0")
     typed = admin.patch(url, content=b"{}", headers={"Content-Type": "application/json"})
     assert typed.status_code == 200
+    # A type other than the path's cannot change it (tests/api/test_tolerated_shapes.py).
     body = assert_error(
-        admin.patch(url, json={"type": "api_key_created.v0"}), 400, "ERR_UNKNOWN_FIELD"
+        admin.patch(url, json={"type": "api_key_created.v0"}), 400, "ERR_INVALID_FIELD"
     )
     assert body["details"]["field"] == "type"
     assert [s["type"] for s in admin.get(esb).json()["sources"]] == ["reserved_domain_updated.v0"]

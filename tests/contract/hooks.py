@@ -8,6 +8,8 @@ because OpenAPI 3.0 cannot express them.
   list): random strings essentially never parse, so dropping would leave no positive case;
   a positive case whose value fails the format's check gets the property's `example` (a real
   certificate, key or list) instead, and the rest of the generated body is kept.
+- `x-path-param: <name>` (a body field repeating a path parameter, as client libraries send
+  it): a positive case gets the path parameter's value there.
 - A positive reserved-domain create gets a random first label on its domain, since a domain
   is reserved once across the server (see `_fresh_domain`).
 
@@ -23,6 +25,7 @@ from typing import Any
 
 import schemathesis
 
+from handlers import tls_edge_backend
 from tunnelgw import certmanagement, hostnames, reserved_names, settings, timefmt
 from tunnelgw.crypto import CryptoError, ssh, x509
 from tunnelgw.errors import ApiError
@@ -51,6 +54,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "reserved-domain-create": lambda body: _reserved_domain_create(body),
     "reserved-domain-certificate": certmanagement.check_exclusive,
+    "tls-edge-backend-form": tls_edge_backend.requested_module,
 }
 
 
@@ -117,10 +121,22 @@ def map_case(context: Any, case: Any) -> Any:
         return case
     schema = _body_schema(case)
     if schema is not None:
+        case.body = _with_path_echoes(schema, case)
         case.body = _with_formats(schema, case.body, case.operation.schema.raw_schema)
         if schema.get("x-check") == "reserved-domain-create":
             case.body = _fresh_domain(case.body)
     return case
+
+
+def _with_path_echoes(schema: dict[str, Any], case: Any) -> dict[str, Any]:
+    """A positive body whose fields repeating a path parameter (`x-path-param`) carry that
+    parameter's value: any other value is invalid input (400), which the schema cannot say."""
+    body = dict(case.body)
+    for name, prop in schema.get("properties", {}).items():
+        param = prop.get("x-path-param")
+        if param is not None and body.get(name) is not None:
+            body[name] = (case.path_parameters or {}).get(param)
+    return body
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
