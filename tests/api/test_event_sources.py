@@ -17,7 +17,10 @@ CATALOG = SPEC["components"]["schemas"]["EventType"]["enum"]
 RESOURCES = [
     "api_key",
     "agent_ingress",
+    "application_session",
+    "application_user",
     "certificate_authority",
+    "endpoint",
     "endpoint_configuration",
     "event_destination",
     "event_subscription",
@@ -30,6 +33,7 @@ RESOURCES = [
     "ssh_user_certificate",
     "tls_certificate",
 ]
+TRAFFIC = ["http_request_complete.v0", "tcp_connection_closed.v0"]
 UNKNOWN_ESB = "esb_0ERZHb3hGoaYLY3tKA0JZBzonDJ"
 
 
@@ -42,7 +46,7 @@ def esb(admin, factory) -> str:  # type: ignore[no-untyped-def]
 
 def test_catalog():
     expected = [f"{r}_{v}.v0" for r in RESOURCES for v in ("created", "updated", "deleted")]
-    assert expected == CATALOG
+    assert [*expected, *TRAFFIC] == CATALOG
     assert {"ip_policy_created.v0", "ip_policy_updated.v0"} <= set(CATALOG)
 
 
