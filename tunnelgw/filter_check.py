@@ -31,10 +31,15 @@ _TOKEN = re.compile(
     |(?P<num>0[xX][0-9a-fA-F]+[uU]?|(?:\d+\.\d+|\.\d+|\d+)(?:[eE][+-]?\d+)?[uU]?)
     |(?P<id>[_A-Za-z][_A-Za-z0-9]*)
     |(?P<op>==|!=|<=|>=|&&|\|\||[<>!()\[\].,{}+\-*/%?:])""",
-    re.X,
+    re.X | re.ASCII,
 )
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)")
-_DURATION = re.compile(r"(?:(\d{1,6})d)?(?:(\d{1,8})h)?(?:(\d{1,10})m)?(?:(\d{1,12})s)?")
+# ASCII digits only: Python's \d and int() also take other scripts' digits.
+_RFC3339 = re.compile(
+    r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)", re.ASCII
+)
+_DURATION = re.compile(
+    r"(?:(\d{1,6})d)?(?:(\d{1,8})h)?(?:(\d{1,10})m)?(?:(\d{1,12})s)?", re.ASCII
+)
 _RELATIONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
 _ORDERED = frozenset({"string", "number", "timestamp"})
 _STRING_METHODS = frozenset({"startsWith", "endsWith", "contains"})

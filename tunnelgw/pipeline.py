@@ -158,7 +158,7 @@ class Operation:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         length = _header(headers, b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+        if length is not None and _INTEGER.fullmatch(length) and int(length) > self.max_body_bytes:
             raise body_too_large(self.max_body_bytes)
         if self.versioned:
             _check_version(headers, self.version_headers)
