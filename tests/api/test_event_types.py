@@ -44,7 +44,7 @@ def test_catalog_has_traffic_events_and_every_served_resource():
 
 
 @pytest.mark.parametrize(
-    "event_type", TRAFFIC + ["endpoint_created.v0", "application_user_deleted.v0"]
+    "event_type", [*TRAFFIC, "endpoint_created.v0", "application_user_deleted.v0"]
 )
 def test_new_types_are_accepted(admin, sources, event_type):
     created = admin.post(sources, json={"type": event_type})
