@@ -37,9 +37,7 @@ _TOKEN = re.compile(
 _RFC3339 = re.compile(
     r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)", re.ASCII
 )
-_DURATION = re.compile(
-    r"(?:(\d{1,6})d)?(?:(\d{1,8})h)?(?:(\d{1,10})m)?(?:(\d{1,12})s)?", re.ASCII
-)
+_DURATION = re.compile(r"(?:(\d{1,6})d)?(?:(\d{1,8})h)?(?:(\d{1,10})m)?(?:(\d{1,12})s)?", re.ASCII)
 _RELATIONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
 _ORDERED = frozenset({"string", "number", "timestamp"})
 _STRING_METHODS = frozenset({"startsWith", "endsWith", "contains"})
