@@ -62,7 +62,6 @@ class Code(enum.Enum):
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
-    CERTIFICATE_MANAGED = (409, "The certificate is managed by a certificate management policy.")
     EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")

@@ -132,6 +132,7 @@ async def _phase1(
         if once and recorded is not None:
             return _Target(account, skipped=True)
         plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(unit, plan, account)
+        await _check_principals(unit, plan, account)
         if not plan.issues:
             fixture_plan.check_sessions(plan)
         if plan.issues:
@@ -163,6 +164,19 @@ async def _literal_facts(unit: Unit, plan: Plan, account: str) -> dict[str, Fact
             edge_id=getattr(row, "edge_id", None),
         )
     return facts
+
+
+async def _check_principals(unit: Unit, plan: Plan, account: str) -> None:
+    """Each endpoint's `principal_id` must be a user or bot of the account."""
+    for item in plan.section("endpoints"):
+        principal_id = item.data.get("principal_id")
+        if principal_id is None:
+            continue
+        row = await unit.get(Principal, principal_id)
+        if row is None or row.account_id != account:
+            plan.add(
+                (*item.path, "principal_id"), f"no principal {principal_id!r} in account {account}"
+            )
 
 
 async def _write(database: Database, rows: list[Any]) -> None:
