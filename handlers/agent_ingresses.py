@@ -18,6 +18,7 @@ from tunnelgw import (
     db,
     hostnames,
     ids,
+    listing,
     resources,
     settings,
     timefmt,
@@ -86,7 +87,18 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
+    if filter is not None:  # rows settled before the filter sees them
+        return await listing.read_filtered(
+            AgentIngress,
+            "ingresses",
+            limit,
+            before_id,
+            beforeId,
+            filter,
+            prepare=certstore.settled_rows,
+        )
     async with db.read() as unit:
         rows, more = await resources.page_rows(
             unit, AgentIngress, auth.caller(), limit, before_id, beforeId

@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
-from tunnelgw import auth, certmanagement, certstore, db, ids, reserved_names, resources, timefmt
+from tunnelgw import (
+    auth,
+    certmanagement,
+    certstore,
+    db,
+    ids,
+    listing,
+    reserved_names,
+    resources,
+    timefmt,
+)
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.auth import Caller
 from tunnelgw.db import Unit
@@ -87,7 +97,18 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
+    if filter is not None:  # rows settled before the filter sees them
+        return await listing.read_filtered(
+            ReservedDomain,
+            "reserved_domains",
+            limit,
+            before_id,
+            beforeId,
+            filter,
+            prepare=certstore.settled_rows,
+        )
     async with db.read() as unit:
         rows, more = await resources.page_rows(
             unit, ReservedDomain, auth.caller(), limit, before_id, beforeId

@@ -162,9 +162,19 @@ async def read_one(model: type[R], id_: str) -> dict[str, Any]:
 
 
 async def read_page(
-    model: type[R], key: str, limit: int, before_id: str | None, before_id_alias: str | None
+    model: type[R],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    before_id_alias: str | None,
+    filter_: str | None = None,
 ) -> dict[str, Any]:
-    """LIST: one page of the caller's rows in the list envelope named `key`."""
+    """LIST: one page of the caller's rows in the list envelope named `key`, of those
+    matching `filter_` when given (tunnelgw.listing)."""
+    if filter_ is not None:
+        from tunnelgw import listing
+
+        return await listing.read_filtered(model, key, limit, before_id, before_id_alias, filter_)
     async with db.read() as unit:
         return await page(
             unit,
