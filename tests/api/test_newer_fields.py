@@ -106,6 +106,13 @@ def test_python_client_shape_is_accepted(admin):
     assert admin.patch(f"{RD}/{created.json()['id']}", json={"resolves_to": []}).status_code == 200
 
 
+def test_reserved_domain_patch_with_a_null_policy_changes_nothing(admin):
+    rd = admin.post(RD, json={"domain": _domain(), "certificate_management_policy": {}}).json()
+    url = f"{RD}/{rd['id']}"
+    settled = admin.get(url).json()
+    assert admin.patch(url, json={"certificate_management_policy": None}).json() == settled
+
+
 # Agent ingresses: certificate management, the reserved domains' lifecycle.
 
 
@@ -250,6 +257,7 @@ def _endpoint(factory, account_id, **fields):  # type: ignore[no-untyped-def]
         ("http://app.example.com:8080", "http", "app.example.com", 8080),
         ("tcp://1.tcp.example.com:20123", "tcp", "1.tcp.example.com", 20123),
         ("tls://mqtt.example.com", "tls", "mqtt.example.com", 443),
+        ("https://odd.example.com:99999", "https", "odd.example.com", 443),  # not a port
     ],
 )
 def test_endpoint_url_parts_are_derived(admin, factory, public_url, scheme, host, port):
