@@ -257,6 +257,7 @@ def test_endpoint_exact_filters(admin, factory):
     assert listed(f"id={a.id}&url=https%3A%2F%2Fb.example.com") == []
     assert listed(f"id={b.id}&filter=obj.port%20%3D%3D%20443") == [b.id]
     assert listed(f"id={ids.new_id('ep')}") == []
+    assert set(listed("ids=&urls=")) >= {a.id, b.id, c.id}  # empty lists: no filter
     # Paging keeps the exact filters.
     page = admin.get(f"/endpoints?id={a.id}&id={b.id}&limit=1").json()
     assert parse_qs(urlsplit(page["next_page_uri"]).query)["id"] == [a.id, b.id]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import schemathesis
 
@@ -156,8 +157,34 @@ def _with_path_echoes(schema: dict[str, Any], case: Any) -> dict[str, Any]:
     for name, prop in schema.get("properties", {}).items():
         param = prop.get("x-path-param")
         if param is not None and body.get(name) is not None:
-            body[name] = (case.path_parameters or {}).get(param)
+            value = (case.path_parameters or {}).get(param)
+            # Path parameters may be held percent-encoded; the server compares decoded values.
+            body[name] = unquote(value) if isinstance(value, str) else value
     return body
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: Any) -> None:
+    """The fix-ups of `map_case` once more right before sending, for the phases whose cases
+    do not pass through it (explicit examples, coverage, stateful links that fill `id` from
+    another response): on a positive case, fields repeating a path parameter carry its
+    value, `filter` is a valid expression, and a TLS edge backend body is not flat and
+    wrapped at once."""
+    meta = case.meta
+    if meta is not None and not meta.generation.mode.is_positive:
+        return
+    if isinstance(case.query, dict) and "filter" in case.query:
+        case.query = {**case.query, "filter": _valid_filter(case.query["filter"])}
+    if not isinstance(case.body, dict):
+        return
+    schema = _body_schema(case)
+    if schema is None:
+        return
+    case.body = _with_path_echoes(schema, case)
+    flat = any(case.body.get(name) is not None for name in ("enabled", "backend_id"))
+    wrapped = case.body.get("module") is not None
+    if schema.get("x-check") == "tls-edge-backend-form" and flat and wrapped:
+        case.body = {k: v for k, v in case.body.items() if k != "module"}
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
