@@ -266,7 +266,15 @@ def test_endpoint_exact_filters(admin, factory):
 
 @pytest.mark.parametrize(
     "query",
-    ["id=nope", "id=ak_0ERZHb3h9qLJ2PbQVel0iN6pagQ", "ids=ep_x,ep_y", "url=" + "x" * 3000],
+    [
+        "id=nope",
+        "id=ak_0ERZHb3h9qLJ2PbQVel0iN6pagQ",
+        "ids=ep_x,ep_y",
+        "url=https://" + "x" * 300,
+        "url=not-a-url",
+        "urls=" + ",".join(f"https://{n}.example.com" for n in range(6)),
+        "&".join(["id=ep_0ERZHb3h9qLJ2PbQVel0iN6pagQ"] * 51),
+    ],
 )
 def test_endpoint_exact_filters_are_validated(admin, query):
     assert_error(admin.get(f"/endpoints?{query}"), 400, "ERR_INVALID_PARAMETER")
