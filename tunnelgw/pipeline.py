@@ -215,8 +215,7 @@ class Operation:
     @staticmethod
     def _query_value(param: Param, values: list[str]) -> Any:
         if param.kind == "array":
-            # Not exploded: comma-separated, and an empty value is an empty list.
-            parts = values if param.explode else [p for v in values for p in v.split(",") if p]
+            parts = values if param.explode else [p for v in values for p in v.split(",")]
             return [param.coerce(part) for part in parts]
         if len(values) > 1:
             raise _invalid(param, "given more than once.")
