@@ -2,6 +2,8 @@
 
 The domain is stored lower-case and is unique over all accounts; the server's own domains
 are refused. `ns_targets` come from the settings, `region_domains` from hostnames.REGIONS.
+Certificate management (a policy, and the simulated provisioning job's status) is the one
+reserved domains have (tunnelgw.certstore); a PATCH with the policy null turns it off.
 """
 
 from __future__ import annotations
@@ -9,7 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from models import AgentIngress
-from tunnelgw import auth, db, hostnames, ids, resources, settings
+from tunnelgw import (
+    auth,
+    certmanagement,
+    certstore,
+    db,
+    hostnames,
+    ids,
+    listing,
+    resources,
+    settings,
+    timefmt,
+)
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
@@ -49,6 +62,9 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         region_domains=hostnames.region_domains(domain),
     )
     resources.apply_patch(ingress, body, resources.DESCRIBED_FIELDS)
+    policy = certmanagement.policy(body.get("certificate_management_policy"), settings.current())
+    if policy is not None:
+        certstore.attach_policy(ingress, policy, timefmt.utcnow())
     # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
     async with db.write() as unit:
         if await resources.taken(unit, AgentIngress.domain, domain):
@@ -62,19 +78,44 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(AgentIngress, id)
+    async with db.read() as unit:
+        row = await resources.get_owned(unit, AgentIngress, auth.caller(), id)
+    return (await certstore.settled_rows([row]))[0].to_api()
 
 
 async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    return await resources.read_page(AgentIngress, "ingresses", limit, before_id, beforeId)
+    if filter is not None:  # rows settled before the filter sees them
+        return await listing.read_filtered(
+            AgentIngress,
+            "ingresses",
+            limit,
+            before_id,
+            beforeId,
+            filter,
+            prepare=certstore.settled_rows,
+        )
+    async with db.read() as unit:
+        rows, more = await resources.page_rows(
+            unit, AgentIngress, auth.caller(), limit, before_id, beforeId
+        )
+    rows = await certstore.settled_rows(rows)
+    return resources.envelope("ingresses", AgentIngress.PATH, rows, limit, more=more)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(AgentIngress, id, body)
+    body = body or {}
+    async with db.write() as unit:
+        row = await resources.get_owned(unit, AgentIngress, auth.caller(), id, lock=True)
+        now = timefmt.utcnow()
+        await certstore.settle_row(unit, row, now)
+        resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+        certstore.apply_policy_change(row, body, now, null_detaches=True)
+    return row.to_api()
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002

@@ -53,8 +53,9 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    return await resources.read_page(ApiKey, "keys", limit, before_id, beforeId)
+    return await resources.read_page(ApiKey, "keys", limit, before_id, beforeId, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

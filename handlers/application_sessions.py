@@ -17,9 +17,10 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await resources.read_page(
-        ApplicationSession, "application_sessions", limit, before_id, beforeId
+        ApplicationSession, "application_sessions", limit, before_id, beforeId, filter
     )
 
 

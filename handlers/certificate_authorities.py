@@ -42,9 +42,10 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await resources.read_page(
-        CertificateAuthority, "certificate_authorities", limit, before_id, beforeId
+        CertificateAuthority, "certificate_authorities", limit, before_id, beforeId, filter
     )
 
 

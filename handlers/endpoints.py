@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from models import Endpoint
-from tunnelgw import resources
+from tunnelgw import listing, resources
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -17,5 +18,25 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter names
+    id: builtins.list[str] | None = None,  # noqa: A002
+    url: builtins.list[str] | None = None,
+    ids: builtins.list[str] | None = None,
+    urls: builtins.list[str] | None = None,
 ) -> dict[str, Any]:
-    return await resources.read_page(Endpoint, "endpoints", limit, before_id, beforeId)
+    """`id`/`ids` and `url`/`urls` are exact-match filters (any of the ids, any of the
+    URLs); with `filter`, an endpoint must pass all of them."""
+    exact: dict[str, set[str]] = {}
+    keep: builtins.list[tuple[str, str]] = []
+    for field, values, names in (
+        ("id", [*(id or ()), *(ids or ())], ("id", "ids")),
+        ("url", [*(url or ()), *(urls or ())], ("url", "urls")),
+    ):
+        if values:
+            exact[field] = set(values)
+            keep += [(names[0], value) for value in values]
+    if filter is None and not exact:
+        return await resources.read_page(Endpoint, "endpoints", limit, before_id, beforeId)
+    return await listing.read_filtered(
+        Endpoint, "endpoints", limit, before_id, beforeId, filter, exact=exact, keep=keep
+    )

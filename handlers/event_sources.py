@@ -10,7 +10,7 @@ from typing import Any
 
 from models import EventSource, EventSubscription
 from models.event_source import of_subscription, sources_path
-from tunnelgw import auth, db, resources, urls
+from tunnelgw import auth, db, listing, resources, urls
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
@@ -60,12 +60,14 @@ async def get(subscription_id: str, type: str) -> dict[str, Any]:  # noqa: A002
         return (await _source(unit, subscription_id, type)).to_api()
 
 
-async def list(subscription_id: str) -> dict[str, Any]:
+async def list(subscription_id: str, filter: str | None = None) -> dict[str, Any]:  # noqa: A002
+    matches = listing.compile_for(filter, "EventSource").matches if filter is not None else None
     async with db.read() as unit:
         subscription = await _subscription(unit, subscription_id)
         sources = await of_subscription(unit, subscription.id)
+    items = [source.to_api() for source in sources]
     return {
-        "sources": [source.to_api() for source in sources],
+        "sources": items if matches is None else [item for item in items if matches(item)],
         "uri": urls.absolute(sources_path(subscription_id)),
     }
 

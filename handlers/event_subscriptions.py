@@ -6,7 +6,7 @@ destinations: a non-empty `destination_ids` is 404. On update, `sources: []` and
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from models import EventSource, EventSubscription
@@ -69,25 +69,28 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await resources.page_rows(
-            unit, EventSubscription, auth.caller(), limit, before_id, beforeId
-        )
-        found = await resources.select_in(
-            unit, EventSource, "subscription_id", [row.id for row in rows]
-        )
+    return await resources.read_page(
+        EventSubscription,
+        "event_subscriptions",
+        limit,
+        before_id,
+        beforeId,
+        filter,
+        renderer=_with_sources,
+    )
+
+
+async def _with_sources(
+    unit: Unit, rows: builtins.list[EventSubscription]
+) -> Callable[[EventSubscription], dict[str, Any]]:
+    """Renders the page's subscriptions with their sources (read for the page at once)."""
+    found = await resources.select_in(unit, EventSource, "subscription_id", [r.id for r in rows])
     sources: dict[str, builtins.list[EventSource]] = {row.id: [] for row in rows}
     for source in sorted(found, key=lambda s: s.type):
         sources[source.subscription_id].append(source)
-    return resources.envelope(
-        "event_subscriptions",
-        EventSubscription.PATH,
-        rows,
-        limit,
-        more=more,
-        render=lambda row: row.to_api(sources[row.id]),
-    )
+    return lambda row: row.to_api(sources[row.id])
 
 
 async def _replace_sources(

@@ -3,9 +3,14 @@ routes; the platform's other HTTPS edge modules are not modelled (always null)."
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from typing import Any
 
+from models import Edge
+from models.edge import KIND_PREFIXES
 from tunnelgw import auth, db, edges, resources
+from tunnelgw.db import Unit
 
 PATH = "/edges/https"
 
@@ -21,10 +26,23 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await edges.page(unit, auth.caller(), "https", limit, before_id, beforeId)
-        routes = await edges.routes_of(unit, [row.id for row in rows])
-    return resources.envelope(
-        "https_edges", PATH, rows, limit, more=more, render=lambda row: row.to_api(routes[row.id])
+    return await resources.read_page(
+        Edge,
+        "https_edges",
+        limit,
+        before_id,
+        beforeId,
+        filter,
+        renderer=_with_routes,
+        prefix=KIND_PREFIXES["https"],
+        schema="HttpsEdge",
+        path=PATH,
     )
+
+
+async def _with_routes(unit: Unit, rows: builtins.list[Edge]) -> Callable[[Edge], dict[str, Any]]:
+    """Renders the page's edges with their routes (read for the whole page at once)."""
+    routes = await edges.routes_of(unit, [row.id for row in rows])
+    return lambda row: row.to_api(routes[row.id])

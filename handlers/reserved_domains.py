@@ -9,10 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
-from tunnelgw import auth, certmanagement, certstore, db, ids, reserved_names, resources, timefmt
+from tunnelgw import (
+    auth,
+    certmanagement,
+    certstore,
+    db,
+    ids,
+    listing,
+    reserved_names,
+    resources,
+    timefmt,
+)
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.auth import Caller
-from tunnelgw.certmanagement import Policy
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
@@ -38,24 +47,17 @@ def _new_row(body: dict[str, Any], caller: Caller) -> ReservedDomain:
         acme_challenge_cname_target=acme_target,
     )
     resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+    row.resolves_to = _resolves_to(body.get("resolves_to"))
     policy = certmanagement.policy(body.get("certificate_management_policy"), config)
     if policy is not None:
-        _attach_policy(row, policy)
+        certstore.attach_policy(row, policy, timefmt.utcnow())
     return row
 
 
-def _attach_policy(row: ReservedDomain, policy: Policy) -> None:
-    """Management on: the uploaded certificate goes, a provisioning job starts now."""
-    row.cert_authority = policy.authority
-    row.cert_private_key_type = policy.private_key_type
-    row.certificate_id = None
-    certmanagement.started(policy.authority, timefmt.utcnow()).write_to(row)
-
-
-def _detach_policy(row: ReservedDomain) -> None:
-    """Management off: policy and status go; the last issued certificate stays."""
-    row.cert_authority = row.cert_private_key_type = None
-    certmanagement.Status().write_to(row)
+def _resolves_to(value: Any) -> Any:
+    """The stored values of a `resolves_to` list: absent, null and [] are global resolution
+    ([]); the schema has refused unknown values and duplicates (`uniqueItems`)."""
+    return [entry["value"] for entry in value or ()]
 
 
 async def _certificate(unit: Unit, caller: Caller, cert_id: str) -> TlsCertificate:
@@ -94,7 +96,18 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
+    if filter is not None:  # rows settled before the filter sees them
+        return await listing.read_filtered(
+            ReservedDomain,
+            "reserved_domains",
+            limit,
+            before_id,
+            beforeId,
+            filter,
+            prepare=certstore.settled_rows,
+        )
     async with db.read() as unit:
         rows, more = await resources.page_rows(
             unit, ReservedDomain, auth.caller(), limit, before_id, beforeId
@@ -123,23 +136,22 @@ async def _set_references(
     cert_id = body.get("certificate_id")
     if cert_id is not None:
         await _certificate(unit, caller, cert_id)
-        _detach_policy(row)
+        certstore.detach_policy(row)
         row.certificate_id = cert_id
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     certmanagement.check_exclusive(body)
-    policy = certmanagement.policy(
-        body.get("certificate_management_policy"), tunnelgw_settings.current()
-    )
+    resolves_to = _resolves_to(body["resolves_to"]) if "resolves_to" in body else None
     caller = auth.caller()
     async with db.write() as unit:
         row = await _locked(unit, caller, id)
         resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+        if resolves_to is not None:  # present: replaces the list (null and [] are global)
+            row.resolves_to = resolves_to
         await _set_references(unit, caller, row, body)
-        if policy is not None and policy.as_api() != row.policy_api():
-            _attach_policy(row, policy)
+        certstore.apply_policy_change(row, body, timefmt.utcnow(), null_detaches=False)
     return row.to_api()
 
 
@@ -149,19 +161,15 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
 
 async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
-        _detach_policy(await _locked(unit, auth.caller(), id))
+        certstore.detach_policy(await _locked(unit, auth.caller(), id))
     return None, 204
 
 
 async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
+    """204 as the API document says, also under a policy: then management stays on and a
+    new provisioning job starts (`certificate` is null until it issues one)."""
     async with db.write() as unit:
         row = await _locked(unit, auth.caller(), id)
-        if row.cert_authority is not None:
-            raise ApiError(
-                Code.CERTIFICATE_MANAGED,
-                f"The certificate of {id!r} is managed by its certificate management policy; "
-                "detach the policy first (DELETE .../certificate_management_policy).",
-                id=id,
-            )
-        row.certificate_id = None
+        if row.certificate_id is not None:
+            certstore.detach_certificate(row, timefmt.utcnow())
     return None, 204

@@ -52,9 +52,10 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await resources.read_page(
-        SshCertificateAuthority, "ssh_certificate_authorities", limit, before_id, beforeId
+        SshCertificateAuthority, "ssh_certificate_authorities", limit, before_id, beforeId, filter
     )
 
 

@@ -99,9 +99,10 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await resources.read_page(
-        SshUserCertificate, "ssh_user_certificates", limit, before_id, beforeId
+        SshUserCertificate, "ssh_user_certificates", limit, before_id, beforeId, filter
     )
 
 

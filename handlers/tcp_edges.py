@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from models import Edge
+from models.edge import KIND_PREFIXES
 from tunnelgw import auth, db, edges, resources
 
 PATH = "/edges/tcp"
@@ -19,7 +21,16 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await edges.page(unit, auth.caller(), "tcp", limit, before_id, beforeId)
-    return resources.envelope("tcp_edges", PATH, rows, limit, more=more)
+    return await resources.read_page(
+        Edge,
+        "tcp_edges",
+        limit,
+        before_id,
+        beforeId,
+        filter,
+        prefix=KIND_PREFIXES["tcp"],
+        schema="TcpEdge",
+        path=PATH,
+    )

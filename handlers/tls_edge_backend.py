@@ -28,11 +28,33 @@ def _module(edge: Edge) -> dict[str, Any]:
     return module
 
 
+def requested_module(body: dict[str, Any]) -> tuple[str, bool | None, str]:
+    """(backend_id, enabled, the field naming the backend) of a PUT body, flat or wrapped
+    (`{"id": ..., "module": {...}}`); ApiError(400) for both forms at once or no backend."""
+    module = body.get("module")
+    field = "backend_id"
+    if module is not None:
+        flat = [name for name in ("enabled", "backend_id") if body.get(name) is not None]
+        if flat:
+            raise ApiError(
+                Code.CONFLICTING_FIELDS,
+                f"Send the module flat or wrapped in `module`, not both ({flat[0]} and module).",
+                field="module",
+            )
+        body, field = module, "module.backend_id"
+    backend_id = body.get("backend_id")
+    if backend_id is None:
+        raise ApiError(Code.MISSING_FIELD, f"{field} is required.", field=field)
+    return backend_id, body.get("enabled"), field
+
+
 async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    backend_id, enabled, field = requested_module(body or {})
     caller = auth.caller()
     async with db.write() as unit:
         edge = await edges.get(unit, caller, "tls", id)
-        await edges.set_backend(unit, caller, edge, body or {}, "backend_id")
+        module = {"backend_id": backend_id, "enabled": enabled}
+        await edges.set_backend(unit, caller, edge, module, field)
     return _module(edge)
 
 

@@ -42,10 +42,19 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await edges.page(unit, auth.caller(), "tls", limit, before_id, beforeId)
-    return resources.envelope("tls_edges", PATH, rows, limit, more=more)
+    return await resources.read_page(
+        Edge,
+        "tls_edges",
+        limit,
+        before_id,
+        beforeId,
+        filter,
+        prefix=KIND_PREFIXES["tls"],
+        schema="TlsEdge",
+        path=PATH,
+    )
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

@@ -6,12 +6,14 @@ with every update)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from models import TunnelGroupBackend, TunnelGroupMember
 from models.tunnel_group_backend import in_use
 from models.tunnel_group_member import regroup_backend, tunnels_of
 from tunnelgw import auth, db, ids, resources
+from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
 
@@ -40,25 +42,24 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await resources.page_rows(
-            unit, TunnelGroupBackend, auth.caller(), limit, before_id, beforeId
-        )
-        members = await resources.select_in(
-            unit, TunnelGroupMember, "backend_id", [row.id for row in rows]
-        )
+    return await resources.read_page(
+        TunnelGroupBackend, "backends", limit, before_id, beforeId, filter, renderer=_with_tunnels
+    )
+
+
+async def _with_tunnels(
+    unit: Unit, rows: builtins.list[TunnelGroupBackend]
+) -> Callable[[TunnelGroupBackend], dict[str, Any]]:
+    """Renders the page's backends with their tunnels (read for the page at once)."""
+    members = await resources.select_in(
+        unit, TunnelGroupMember, "backend_id", [row.id for row in rows]
+    )
     tunnels: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
     for member in sorted(members, key=lambda m: m.tunnel_id):
         tunnels[member.backend_id].append(member.tunnel_id)
-    return resources.envelope(
-        "backends",
-        TunnelGroupBackend.PATH,
-        rows,
-        limit,
-        more=more,
-        render=lambda backend: backend.to_api(tunnels[backend.id]),
-    )
+    return lambda backend: backend.to_api(tunnels[backend.id])
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

@@ -4,11 +4,13 @@ the tunnel group backends it serves (models.tunnel_group_member)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from models import Tunnel, TunnelGroupMember
 from models.tunnel_group_member import backends_of
 from tunnelgw import auth, db, resources
+from tunnelgw.db import Unit
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -21,17 +23,21 @@ async def list(
     limit: int = resources.MAX_LIMIT,
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
+    filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await resources.page_rows(
-            unit, Tunnel, auth.caller(), limit, before_id, beforeId
-        )
-        members = await resources.select_in(
-            unit, TunnelGroupMember, "tunnel_id", [row.id for row in rows]
-        )
+    return await resources.read_page(
+        Tunnel, "tunnels", limit, before_id, beforeId, filter, renderer=_with_backends
+    )
+
+
+async def _with_backends(
+    unit: Unit, rows: builtins.list[Tunnel]
+) -> Callable[[Tunnel], dict[str, Any]]:
+    """Renders the page's tunnels with the backends grouping them (read for the page at once)."""
+    members = await resources.select_in(
+        unit, TunnelGroupMember, "tunnel_id", [row.id for row in rows]
+    )
     backends: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
     for member in sorted(members, key=lambda m: m.backend_id):
         backends[member.tunnel_id].append(member.backend_id)
-    return resources.envelope(
-        "tunnels", Tunnel.PATH, rows, limit, more=more, render=lambda t: t.to_api(backends[t.id])
-    )
+    return lambda tunnel: tunnel.to_api(backends[tunnel.id])

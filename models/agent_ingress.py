@@ -1,5 +1,5 @@
 """Agent ingresses (`agin_`): a customer domain delegated to the service, with one regional
-ingress subdomain per region."""
+ingress subdomain per region, and optional automatic certificate management."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource
+from models.base import DescribedResource, id_field
+from models.cert_managed import CertManaged
 
 
-class AgentIngress(DescribedResource, table=True):
+class AgentIngress(DescribedResource, CertManaged, table=True):
     __tablename__ = "agent_ingress"
     __table_args__ = (
         Index("ix_agent_ingress_account_id_id", "account_id", "id"),
@@ -23,6 +24,12 @@ class AgentIngress(DescribedResource, table=True):
     domain: str = Field(sa_type=String(253))  # lower case
     ns_targets: list[str] = Field(default_factory=list, sa_type=JSON)
     region_domains: list[str] = Field(default_factory=list, sa_type=JSON)
+    # The latest certificate certificate management issued (not shown by the API).
+    certificate_id: str | None = id_field(default=None, nullable=True)
+
+    def cert_name(self) -> str:
+        """Certificates cover every regional ingress domain: `*.<domain>`."""
+        return f"*.{self.domain}"
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -30,4 +37,6 @@ class AgentIngress(DescribedResource, table=True):
             "domain": self.domain,
             "ns_targets": list(self.ns_targets),
             "region_domains": list(self.region_domains),
+            "certificate_management_policy": self.policy_api(),
+            "certificate_management_status": self.status_api(),
         }

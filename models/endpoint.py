@@ -3,10 +3,12 @@ fixtures."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
@@ -32,6 +34,16 @@ class Endpoint(AccountScoped, table=True):
     edge_id: str | None = id_field(default=None, nullable=True)
     # The user metadata of the serving tunnel or edge, copied when the endpoint is recorded.
     meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})
+    # Fields current client libraries read (issue 10); fixtures set them.
+    name: str = Field(default="", sa_type=Text)
+    description: str = Field(default="", sa_type=Text)
+    upstream_url: str = Field(default="", sa_type=Text)
+    upstream_protocol: str = Field(default="", sa_type=String(16))
+    traffic_policy: str = Field(default="", sa_type=Text)
+    bindings: list[str] = Field(default_factory=lambda: ["public"], sa_type=JSON)
+    pooling_enabled: bool = Field(default=False)
+    principal_id: str | None = id_field(default=None, nullable=True)
+    tunnel_session_id: str | None = id_field(default=None, nullable=True)
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -49,4 +61,42 @@ class Endpoint(AccountScoped, table=True):
             "tcp_addr": urls.ref("/reserved_addrs", self.reserved_addr_id),
             "tunnel": urls.ref("/tunnels", self.tunnel_id),
             "edge": urls.ref(edge_path(self.edge_id), self.edge_id) if self.edge_id else None,
+            **url_parts(self.public_url),
+            "name": self.name,
+            "description": self.description,
+            "upstream_url": self.upstream_url,
+            "upstream_protocol": self.upstream_protocol,
+            "principal": urls.ref(principal_path(self.principal_id), self.principal_id)
+            if self.principal_id
+            else None,
+            "traffic_policy": self.traffic_policy,
+            "bindings": list(self.bindings),
+            "tunnel_session": urls.ref("/tunnel_sessions", self.tunnel_session_id),
+            "pooling_enabled": self.pooling_enabled,
         }
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443, "tls": 443}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(url: str) -> tuple[str, str, int]:
+    parsed = urlsplit(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    scheme = parsed.scheme
+    return scheme, parsed.hostname or "", port or DEFAULT_PORTS.get(scheme, 0)
+
+
+def url_parts(url: str) -> dict[str, Any]:
+    """`url` (the public URL) and its `scheme`, `host` and `port` (the scheme's default port
+    when the URL has none)."""
+    scheme, host, port = _parts(url)
+    return {"url": url, "scheme": scheme, "host": host, "port": port}
+
+
+def principal_path(principal_id: str) -> str:
+    """Where the platform's API keeps a principal: users under /users, bots under /bot_users."""
+    return "/bot_users" if principal_id.startswith("bot_") else "/users"

@@ -3,18 +3,18 @@ an automatic certificate management policy (never both)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import Index, String, Text, bindparam, select
+from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import certmanagement, urls
+from models.base import DescribedResource, id_field
+from models.cert_managed import CertManaged
+from tunnelgw import urls
 from tunnelgw.db import Query, Unit
 
 
-class ReservedDomain(DescribedResource, table=True):
+class ReservedDomain(DescribedResource, CertManaged, table=True):
     __tablename__ = "reserved_domain"
     __table_args__ = (
         Index("ix_reserved_domain_account_id_id", "account_id", "id"),
@@ -33,34 +33,11 @@ class ReservedDomain(DescribedResource, table=True):
     http_endpoint_configuration_id: str | None = id_field(default=None, nullable=True)
     https_endpoint_configuration_id: str | None = id_field(default=None, nullable=True)
     certificate_id: str | None = id_field(default=None, nullable=True)
-    # Certificate management policy; both None when management is disabled.
-    cert_authority: str | None = Field(default=None, sa_type=String(64), nullable=True)
-    cert_private_key_type: str | None = Field(default=None, sa_type=String(8), nullable=True)
-    # Certificate management status: the provisioning job (job_started_at None: no job).
-    renews_at: datetime | None = Field(default=None, sa_type=TIMESTAMP, nullable=True)
-    job_started_at: datetime | None = Field(default=None, sa_type=TIMESTAMP, nullable=True)
-    job_msg: str | None = Field(default=None, sa_type=Text, nullable=True)
-    job_error_code: str | None = Field(default=None, sa_type=String(32), nullable=True)
-    job_retries_at: datetime | None = Field(default=None, sa_type=TIMESTAMP, nullable=True)
+    # The region values of `resolves_to` ("global" or a region); [] is global resolution.
+    resolves_to: list[str] = Field(default_factory=list, sa_type=JSON)
 
-    def policy_api(self) -> dict[str, str] | None:
-        if self.cert_authority is None:
-            return None
-        key_type = self.cert_private_key_type or certmanagement.DEFAULT_KEY_TYPE
-        return certmanagement.Policy(self.cert_authority, key_type).as_api()
-
-    def status_api(self) -> dict[str, Any] | None:
-        if self.cert_authority is None:
-            return None
-        job = None
-        if self.job_started_at is not None:
-            job = {
-                "error_code": self.job_error_code,
-                "msg": self.job_msg or "",
-                "started_at": self.api_time("job_started_at"),
-                "retries_at": self.api_time("job_retries_at"),
-            }
-        return {"renews_at": self.api_time("renews_at"), "provisioning_job": job}
+    def cert_name(self) -> str:
+        return self.domain
 
     def to_api(self) -> dict[str, Any]:
         return {
@@ -78,6 +55,7 @@ class ReservedDomain(DescribedResource, table=True):
             "certificate_management_policy": self.policy_api(),
             "certificate_management_status": self.status_api(),
             "acme_challenge_cname_target": self.acme_challenge_cname_target,
+            "resolves_to": [{"value": value} for value in self.resolves_to],
         }
 
 

@@ -33,6 +33,8 @@ from tunnelgw.crypto import keys
 from tunnelgw.settings import Settings
 
 MAX_BODY_BYTES = 64 * 1024
+# Accepted in place of Service-Version by the app under test (tests/api/test_version_header.py).
+VERSION_HEADER_ALIAS = "X-Test-Version"
 
 
 def pytest_report_header() -> str:
@@ -69,6 +71,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Setting
         public_url=None,
         # Certificate management jobs complete at the first read after they start.
         certificate_issue_delay_seconds=0,
+        version_header_aliases=VERSION_HEADER_ALIAS,
     )
 
 
@@ -116,6 +119,7 @@ def _live(settings: Settings) -> Iterator[LiveClient]:
         env={
             "TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes),
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+            "TUNNELGW_VERSION_HEADER_ALIASES": VERSION_HEADER_ALIAS,
         },
     )
     server.start()

@@ -128,6 +128,10 @@ def middlewares(settings: Settings) -> list[Any]:
         ExceptionMiddleware,
         routing.SwaggerUIMiddleware,
         routing.RoutingMiddleware,
-        functools.partial(pipeline.OperationMiddleware, max_body_bytes=settings.max_body_bytes),
+        functools.partial(
+            pipeline.OperationMiddleware,
+            max_body_bytes=settings.max_body_bytes,
+            version_headers=(pipeline.VERSION_HEADER, *settings.version_header_alias_list()),
+        ),
         LifespanMiddleware,
     ]

@@ -1,8 +1,9 @@
-"""Certificate management on stored reserved domains: settle the rows that are due (see
+"""Certificate management on stored rows (reserved domains and agent ingresses, both
+`models.cert_managed.CertManaged`): settle the rows that are due (see
 tunnelgw.certmanagement), issue and store their certificates, and the issuing CA row.
 
-Settlement happens when a domain is read or written, not in the background: readers find
-the due rows, then re-load each under a row lock in a write unit, re-check and apply.
+Settlement happens when a row is read or written, not in the background: readers find the
+due rows, then re-load each under a row lock in a write unit, re-check and apply.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from sqlalchemy.dialects import postgresql, sqlite
 
-from models import IssuingAuthority, ReservedDomain, TlsCertificate
+from models import IssuingAuthority, TlsCertificate
+from models.cert_managed import CertManaged
 from models.tls_certificate import certificate_columns
-from tunnelgw import certmanagement, db, ids, settings, timefmt
+from tunnelgw import certmanagement, db, ids, records, settings, timefmt
 from tunnelgw.crypto import issuing, keys
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
@@ -24,21 +27,61 @@ from tunnelgw.errors import ApiError, Code
 # completed shortly before the CA was first needed still lies within the CA's validity.
 CA_BACKDATE = timedelta(days=1)
 
+M = TypeVar("M", bound=CertManaged)
 
-def is_due(row: ReservedDomain, now: datetime) -> bool:
+
+def attach_policy(row: Any, policy: certmanagement.Policy, now: datetime) -> None:
+    """Management on: the certificate in use goes, a provisioning job starts at `now`."""
+    row.cert_authority = policy.authority
+    row.cert_private_key_type = policy.private_key_type
+    row.certificate_id = None
+    certmanagement.started(policy.authority, now).write_to(row)
+
+
+def detach_policy(row: CertManaged) -> None:
+    """Management off: policy and status go; the last issued certificate stays."""
+    row.cert_authority = row.cert_private_key_type = None
+    certmanagement.Status().write_to(row)
+
+
+def detach_certificate(row: Any, now: datetime) -> None:
+    """The certificate goes; a managed row starts a new provisioning job at `now` (its
+    `certificate` is null until the job issues one)."""
+    row.certificate_id = None
+    if row.cert_authority is not None:
+        certmanagement.started(row.cert_authority, now).write_to(row)
+
+
+def apply_policy_change(
+    row: CertManaged, body: dict[str, Any], now: datetime, *, null_detaches: bool
+) -> None:
+    """A PATCH body's `certificate_management_policy`: absent leaves management as it is; a
+    policy differing from the current one (re)starts it; null turns it off where
+    `null_detaches` (agent ingresses, which have no detach operation), else changes nothing."""
+    if "certificate_management_policy" not in body:
+        return
+    policy = certmanagement.policy(body["certificate_management_policy"], settings.current())
+    if policy is None:
+        if null_detaches:
+            detach_policy(row)
+    elif policy.as_api() != row.policy_api():
+        attach_policy(row, policy, now)
+
+
+def is_due(row: CertManaged, now: datetime) -> bool:
     if row.cert_authority is None:
         return False
     status = certmanagement.Status.of(row)
     return certmanagement.is_due(status, now, settings.current())
 
 
-async def settle_row(unit: Unit, row: ReservedDomain, now: datetime) -> None:
+async def settle_row(unit: Unit, row: CertManaged, now: datetime) -> None:
     """Bring the (locked) row's certificate management up to `now`, issuing if due."""
     if row.cert_authority is None:
         return
     config = settings.current()
     status = certmanagement.Status.of(row)
-    settled = certmanagement.settle(status, row.domain, row.cert_authority, now, config)
+    settled = certmanagement.settle(status, row.cert_name(), row.cert_authority, now, config)
     if settled is None:
         return
     if settled.issue_at is not None:
@@ -47,32 +90,34 @@ async def settle_row(unit: Unit, row: ReservedDomain, now: datetime) -> None:
     settled.status.write_to(row)
 
 
-async def settle(ids_: Iterable[str]) -> dict[str, ReservedDomain]:
-    """Settle the rows `ids_` (re-loaded under a lock, in id order so two settlers never
-    wait on each other crosswise); the settled rows by id (rows deleted meanwhile are
+async def settle(model: type[M], ids_: Iterable[str]) -> dict[str, M]:
+    """Settle the rows `ids_` of `model` (re-loaded under a lock, in id order so two settlers
+    never wait on each other crosswise); the settled rows by id (rows deleted meanwhile are
     missing)."""
-    settled: dict[str, ReservedDomain] = {}
+    settled: dict[str, M] = {}
     async with db.write() as unit:
         now = timefmt.utcnow()
         for id_ in sorted(set(ids_)):
-            row = await unit.get(ReservedDomain, id_, lock=True)
+            row: Any = await unit.get(model, id_, lock=True)
             if row is not None:
                 await settle_row(unit, row, now)
                 settled[id_] = row
     return settled
 
 
-async def settled_rows(rows: list[ReservedDomain]) -> list[ReservedDomain]:
-    """`rows` as of now: those that are due settled (a read followed by a write unit)."""
+async def settled_rows(rows: list[M]) -> list[M]:
+    """`rows` (of one table) as of now: those that are due settled (a read followed by a
+    write unit)."""
     now = timefmt.utcnow()
-    due = [row.id for row in rows if is_due(row, now)]
+    due = [row for row in rows if is_due(row, now)]
     if not due:
         return rows
-    fresh = await settle(due)
-    return [fresh.get(row.id, row) for row in rows]
+    model: Any = records.model_of(due[0])
+    fresh: dict[str, Any] = await settle(model, [row.id for row in due])  # type: ignore[attr-defined]
+    return [fresh.get(row.id, row) for row in rows]  # type: ignore[attr-defined]
 
 
-async def _issue(unit: Unit, row: ReservedDomain, issue_at: datetime) -> TlsCertificate:
+async def _issue(unit: Unit, row: Any, issue_at: datetime) -> TlsCertificate:
     config = settings.current()
     authority = await issuing_authority(unit, config.certificate_authority)
     not_before, not_after = certmanagement.window(issue_at, config)
@@ -80,7 +125,7 @@ async def _issue(unit: Unit, row: ReservedDomain, issue_at: datetime) -> TlsCert
         issuing.issue,
         authority.certificate_pem,
         _unwrap(authority.wrapped_private_key, authority.name),
-        row.domain,
+        row.cert_name(),
         row.cert_private_key_type or certmanagement.DEFAULT_KEY_TYPE,
         not_before,
         not_after,
@@ -89,7 +134,8 @@ async def _issue(unit: Unit, row: ReservedDomain, issue_at: datetime) -> TlsCert
     cert = TlsCertificate.new(
         id=cert_id,
         account_id=row.account_id,
-        description=f"Issued for {row.domain} by certificate management ({row.cert_authority}).",
+        description=f"Issued for {row.cert_name()} by certificate management "
+        f"({row.cert_authority}).",
         certificate_pem=made.certificate_pem,
         wrapped_private_key=keys.wrap(keys.current(), made.private_key_der, cert_id.encode()),
         issued_for_id=row.id,

@@ -31,6 +31,7 @@ SERVE_FLAGS = {
     "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
     "keep_alive_seconds": "TUNNELGW_KEEP_ALIVE_SECONDS",
     "log_level": "TUNNELGW_LOG_LEVEL",
+    "version_header_alias": "TUNNELGW_VERSION_HEADER_ALIASES",
     "seed": "TUNNELGW_SEED",
     "seed_account": "TUNNELGW_SEED_ACCOUNT",
 }
@@ -51,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")
     serve.add_argument("--keep-alive-seconds", type=int, help="idle keep-alive (default 75)")
     serve.add_argument("--log-level", help="debug, info, warning, error")
+    serve.add_argument(
+        "--version-header-alias",
+        metavar="NAMES",
+        help="header names accepted in place of Service-Version (comma-separated)",
+    )
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
     serve.add_argument("--seed", help="fixture file to load at start, once per account and file")
     serve.add_argument("--seed-account", help="account for --seed (default: the oldest one)")

@@ -57,6 +57,11 @@ class Code(enum.Enum):
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
+    # 400: list filters (tunnelgw.filtering); the message gives the column.
+    FILTER_SYNTAX = (400, "The filter is not a valid expression.")
+    FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
+    FILTER_TYPE = (400, "The filter applies an operator or function to a value of the wrong type.")
+    FILTER_TOO_LONG = (400, "The filter is longer than 4096 bytes.")
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
@@ -71,7 +76,6 @@ class Code(enum.Enum):
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
-    CERTIFICATE_MANAGED = (409, "The certificate is managed by a certificate management policy.")
     EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
     CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
     BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")

@@ -394,11 +394,15 @@ def _check_endpoint(plan: Plan, item: Item) -> None:
     serving, other = ("tunnel_id", "edge_id")
     if data["type"] == "edge":
         serving, other = other, serving
-    if serving not in data:
+    if data["type"] == "cloud":
+        for name in (serving, other):
+            if name in data:
+                plan.add((*path, name), f"a cloud endpoint has no {name}", at_key=True)
+    elif serving not in data:
         plan.add(path, f"an endpoint of type {data['type']} needs {serving}")
     if "hostport" not in data and "tcp_addr_id" not in data:
         plan.add(path, "an endpoint needs hostport, or tcp_addr_id to take its address")
-    if other in data:
+    if data["type"] != "cloud" and other in data:
         plan.add((*path, other), f"an endpoint of type {data['type']} has no {other}", at_key=True)
     edge_kind = reference_kind(plan, data.get("edge_id"), EDGES) if data["type"] == "edge" else None
     if edge_kind is not None and data["proto"] not in EDGE_PROTOS[edge_kind]:

@@ -174,11 +174,28 @@ def phase3_rows(plan: Plan, account: str) -> list[SQLModel]:
     return rows
 
 
+ENDPOINT_FIELDS = (
+    "name",
+    "description",
+    "upstream_url",
+    "upstream_protocol",
+    "traffic_policy",
+    "bindings",
+    "pooling_enabled",
+    "principal_id",
+    "tunnel_session_id",
+)
+
+
 def _endpoint(plan: Plan, item: Item, data: dict[str, Any], base: dict[str, Any]) -> Endpoint:
     serving = item.data.get("tunnel_id") or item.data.get("edge_id")
-    assert isinstance(serving, str)
     if "hostport" not in data:  # the address of its reserved TCP address
         data = {**data, "hostport": plan.fact(item.data["tcp_addr_id"]).addr}
+    if "metadata" in data:
+        meta = str(data["metadata"])
+    else:
+        meta = plan.fact(serving).meta if isinstance(serving, str) else ""
+    given = {name: data[name] for name in ENDPOINT_FIELDS if name in data}
     return Endpoint.new(
         **base,
         updated_at=base["created_at"],
@@ -191,7 +208,8 @@ def _endpoint(plan: Plan, item: Item, data: dict[str, Any], base: dict[str, Any]
         reserved_addr_id=data.get("tcp_addr_id"),
         tunnel_id=data.get("tunnel_id"),
         edge_id=data.get("edge_id"),
-        meta=plan.fact(serving).meta,
+        meta=meta,
+        **given,
     )
 
 

@@ -135,6 +135,7 @@ async def _phase1(
             return _Target(account, skipped=True)
         plan.facts = fixture_rows.file_facts(plan) | await _literal_facts(unit, plan, account)
         await _check_addrs(unit, plan)
+        await _check_principals(unit, plan, account)
         if not plan.issues:
             fixture_plan.check_sessions(plan)
         if plan.issues:
@@ -177,6 +178,19 @@ async def _check_addrs(unit: Unit, plan: Plan) -> None:
         host, port = fixture_plan.addr_key(item.data["addr"])
         if await addr_taken(unit, host, port):
             plan.add((*item.path, "addr"), "the address is reserved already (by some account)")
+
+
+async def _check_principals(unit: Unit, plan: Plan, account: str) -> None:
+    """Each endpoint's `principal_id` must be a user or bot of the account."""
+    for item in plan.section("endpoints"):
+        principal_id = item.data.get("principal_id")
+        if principal_id is None:
+            continue
+        row = await unit.get(Principal, principal_id)
+        if row is None or row.account_id != account:
+            plan.add(
+                (*item.path, "principal_id"), f"no principal {principal_id!r} in account {account}"
+            )
 
 
 async def _write(database: Database, rows: list[Any]) -> None:

@@ -150,13 +150,15 @@ class Operation:
         self.authenticate = _security(operation)
         self.max_body_bytes = max_body_bytes
         self.body = _Body(operation) if operation.request_body else None
+        # Body fields that repeat a path parameter (`x-path-param`), as client libraries send.
+        self.echoes = _path_echoes(self.body.schema) if self.body is not None else ()
         self.takes_body = self.body is not None and (has_kwargs or "body" in arguments)
         self.responses = _Responses(operation) if validate_responses else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         length = _header(headers, b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+        if length is not None and _INTEGER.fullmatch(length) and int(length) > self.max_body_bytes:
             raise body_too_large(self.max_body_bytes)
         if self.versioned:
             _check_version(headers, self.version_headers)
@@ -166,6 +168,8 @@ class Operation:
             kwargs = self._arguments(scope)
             if self.body is not None:
                 body = await self.body.read(scope, headers, receive, self.max_body_bytes)
+                if self.echoes and body is not None:
+                    _check_echoes(body, scope.get("path_params", {}), self.echoes)
                 if self.takes_body:
                     kwargs["body"] = body
             result = await self.handler(**kwargs)
@@ -232,6 +236,32 @@ class Operation:
         await _send(send, status, orjson.dumps(result), JSON)
 
 
+def _path_echoes(schema: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(body field, path parameter) of each top-level property marked `x-path-param`."""
+    return tuple(
+        (name, prop["x-path-param"])
+        for name, prop in schema.get("properties", {}).items()
+        if isinstance(prop, dict) and "x-path-param" in prop
+    )
+
+
+def _check_echoes(
+    body: dict[str, Any], path: dict[str, Any], echoes: tuple[tuple[str, str], ...]
+) -> None:
+    """Each body field that repeats a path parameter must equal it (absent or null: unset);
+    ApiError(400 ERR_INVALID_FIELD) otherwise. The field is removed: the handler reads the
+    path."""
+    for name, param in echoes:
+        value = body.pop(name, None)
+        if value is not None and value != path.get(param):
+            raise ApiError(
+                Code.INVALID_FIELD,
+                f"{name} {str(value)[:64]!r} contradicts the path's {param} "
+                f"{str(path.get(param))[:64]!r}; send the same value or leave it out.",
+                field=name,
+            )
+
+
 async def _send(send: Send, status: int, body: bytes, content_type: str | None) -> None:
     headers = [(b"content-length", str(len(body)).encode())]
     if content_type is not None:
@@ -246,14 +276,33 @@ def _check_version(headers: list[tuple[bytes, bytes]], names: tuple[bytes, ...])
         if key in names:
             value = raw.decode("latin-1")
             if value.strip() != SUPPORTED_VERSION:
+                sent = key.decode("latin-1")
                 raise ApiError(
                     Code.VERSION_UNSUPPORTED,
-                    f"{VERSION_HEADER} {value[:20]!r} is not supported; "
+                    f"{sent} {value[:20]!r} is not supported; "
                     f"send '{VERSION_HEADER}: {SUPPORTED_VERSION}'.",
                     param=VERSION_HEADER,
                 )
             return
-    raise ApiError(Code.VERSION_HEADER_MISSING, param=VERSION_HEADER)
+    raise _version_missing(headers)
+
+
+def _version_missing(headers: list[tuple[bytes, bytes]]) -> ApiError:
+    """The 400 for a request without the version header; when it sends another `*-Version`
+    header (a client library naming the header its own way), the message names that header
+    and the setting that accepts it."""
+    others = sorted({key.decode("latin-1") for key, _ in headers if key.endswith(b"-version")})
+    if not others:
+        return ApiError(Code.VERSION_HEADER_MISSING, param=VERSION_HEADER)
+    name = others[0][:64]
+    return ApiError(
+        Code.VERSION_HEADER_MISSING,
+        f"No {VERSION_HEADER} header; the request sends {name!r} instead. Send "
+        f"'{VERSION_HEADER}: {SUPPORTED_VERSION}', or accept {name!r} in its place by "
+        f"starting the server with TUNNELGW_VERSION_HEADER_ALIASES={name} "
+        f"(tunnelgw serve --version-header-alias {name}).",
+        param=VERSION_HEADER,
+    )
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:

@@ -6,7 +6,7 @@ writing queries.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, select
@@ -134,25 +134,37 @@ async def page_rows(
     prefix: str | None = None,
 ) -> tuple[list[R], bool]:
     """The rows of one page (see `page`) and whether more follow, for handlers that bring
-    rows up to date or add related rows before rendering them with `envelope`.
-
-    `prefix` pages only the rows whose ids have that prefix, in a table holding several
-    kinds (edges): ids sort by prefix first, so they are one range of the same index.
-    """
+    rows up to date or add related rows before rendering them with `envelope`; `prefix` as
+    for `keyset_rows`."""
     start = cursor(prefix or model.PREFIX, before_id, before_id_alias)
+    rows = await keyset_rows(unit, model, caller.account_id, start, limit + 1, prefix=prefix)
+    return rows[:limit], len(rows) > limit
+
+
+async def keyset_rows(
+    unit: Unit,
+    model: type[R],
+    account_id: str,
+    start: str | None,
+    count: int,
+    *,
+    prefix: str | None = None,
+) -> list[R]:
+    """Up to `count` rows of the account older than `start` (None: from the newest), newest
+    first: keyset on the (account_id, id) index. `prefix` keeps the rows whose ids have that
+    prefix, in a table holding several kinds (edges): ids sort by prefix first, so they are
+    one range of the same index."""
     mark = unit.mark
     if prefix is not None:
         # `_` < '`': every id `<prefix>_...` lies between these two bounds.
         condition = f'"account_id" = {mark} AND "id" > {mark} AND "id" < {mark}'
-        args = [caller.account_id, f"{prefix}_", start or f"{prefix}`", limit + 1]
+        args = [account_id, f"{prefix}_", start or f"{prefix}`", count]
     elif start is None:
-        condition, args = f'"account_id" = {mark}', [caller.account_id, limit + 1]
+        condition, args = f'"account_id" = {mark}', [account_id, count]
     else:
         condition = f'"account_id" = {mark} AND "id" < {mark}'
-        args = [caller.account_id, start, limit + 1]
-    # Keyset paging on the (account_id, id) index.
-    rows = await unit.select(model, f'{condition} ORDER BY "id" DESC LIMIT {mark}', args)
-    return rows[:limit], len(rows) > limit
+        args = [account_id, start, count]
+    return await unit.select(model, f'{condition} ORDER BY "id" DESC LIMIT {mark}', args)
 
 
 async def select_in(unit: Unit, model: type[T], column: str, values: Sequence[Any]) -> list[T]:
@@ -189,20 +201,49 @@ async def read_one(model: type[R], id_: str) -> dict[str, Any]:
         return (await get_owned(unit, model, auth.caller(), id_)).to_api()
 
 
+# Given a page's rows and the read unit, how to render each row: for lists whose items show
+# related rows, loaded for the whole page at once (e.g. a subscription's sources).
+Renderer = Callable[[Unit, list[Any]], Awaitable[Callable[[Any], dict[str, Any]]]]
+
+
 async def read_page(
-    model: type[R], key: str, limit: int, before_id: str | None, before_id_alias: str | None
+    model: type[R],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    before_id_alias: str | None,
+    filter_: str | None = None,
+    *,
+    renderer: Renderer | None = None,
+    prefix: str | None = None,
+    schema: str | None = None,
+    path: str | None = None,
 ) -> dict[str, Any]:
-    """LIST: one page of the caller's rows in the list envelope named `key`."""
-    async with db.read() as unit:
-        return await page(
-            unit,
+    """LIST: one page of the caller's rows in the list envelope named `key`, of those
+    matching `filter_` when given (tunnelgw.listing). `renderer` renders rows with their
+    related rows; `prefix` lists one kind of a shared table (edges), whose items follow the
+    spec schema `schema` and live under the collection `path`."""
+    if filter_ is not None:
+        from tunnelgw import listing
+
+        return await listing.read_filtered(
             model,
-            auth.caller(),
-            key=key,
-            limit=limit,
-            before_id=before_id,
-            before_id_alias=before_id_alias,
+            key,
+            limit,
+            before_id,
+            before_id_alias,
+            filter_,
+            renderer=renderer,
+            prefix=prefix,
+            schema=schema,
+            path=path,
         )
+    async with db.read() as unit:
+        rows, more = await page_rows(
+            unit, model, auth.caller(), limit, before_id, before_id_alias, prefix=prefix
+        )
+        render = await renderer(unit, rows) if renderer is not None and rows else None
+    return envelope(key, path or model.PATH, rows, limit, more=more, render=render)
 
 
 async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:

@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     # client never sends on a connection the server is closing at that moment.
     keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
     log_level: str = "info"
+    # More header names accepted in place of `Service-Version` (comma-separated), same value
+    # rule: for client libraries that send the version under another name. Default none.
+    version_header_aliases: str = ""
     json_logs: bool = False
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
@@ -84,6 +87,23 @@ class Settings(BaseSettings):
         """The host of the reserved TCP addresses of `region`."""
         return f"{self.tcp_host_pattern.format(region=region)}.{self.shared_domain}".lower()
 
+    @field_validator("version_header_aliases")
+    @classmethod
+    def _header_names(cls, value: str) -> str:
+        for name in value.split(","):
+            if name.strip() and not _TOKEN.fullmatch(name.strip()):
+                raise ValueError(f"{name.strip()!r} is not an HTTP header name")
+        return value
+
+    def version_header_alias_list(self) -> list[str]:
+        """The alias header names, lower-case, without duplicates or `Service-Version`."""
+        names: list[str] = []
+        for name in self.version_header_aliases.split(","):
+            name = name.strip().lower()
+            if name and name != "service-version" and name not in names:
+                names.append(name)
+        return names
+
     def ns_target_list(self) -> list[str]:
         return [host.strip() for host in self.ns_targets.split(",") if host.strip()]
 
@@ -100,6 +120,8 @@ class Settings(BaseSettings):
 _HOST_LABELS = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
+# An HTTP header name (RFC 9110 token).
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 # The drivers we ship: stdlib sqlite3 and psycopg 3 (older URLs naming others still work).
 _DRIVERS = {

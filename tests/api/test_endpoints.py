@@ -63,6 +63,20 @@ def test_edge_endpoint_renders_every_field(admin, factory):
             "id": "edgtls_0ERZHb3hCJfGRVvOGK8lSdAv8vQ",
             "uri": f"{BASE}/edges/tls/edgtls_0ERZHb3hCJfGRVvOGK8lSdAv8vQ",
         },
+        # The fields current client libraries read (tests/api/test_newer_fields.py).
+        "url": "tls://secure.example.com",
+        "scheme": "tls",
+        "host": "secure.example.com",
+        "port": 443,
+        "name": "",
+        "description": "",
+        "upstream_url": "",
+        "upstream_protocol": "",
+        "principal": None,
+        "traffic_policy": "",
+        "bindings": ["public"],
+        "tunnel_session": None,
+        "pooling_enabled": False,
     }
 
 

@@ -17,7 +17,10 @@ CATALOG = SPEC["components"]["schemas"]["EventType"]["enum"]
 RESOURCES = [
     "api_key",
     "agent_ingress",
+    "application_session",
+    "application_user",
     "certificate_authority",
+    "endpoint",
     "endpoint_configuration",
     "event_destination",
     "event_subscription",
@@ -31,7 +34,12 @@ RESOURCES = [
     "tls_certificate",
     "tls_edge",
     "tunnel_group_backend",
+    "https_edge",
+    "https_edge_route",
+    "tcp_edge",
+    "tunnel",
 ]
+TRAFFIC = ["http_request_complete.v0", "tcp_connection_closed.v0"]
 UNKNOWN_ESB = "esb_0ERZHb3hGoaYLY3tKA0JZBzonDJ"
 
 
@@ -44,7 +52,7 @@ def esb(admin, factory) -> str:  # type: ignore[no-untyped-def]
 
 def test_catalog():
     expected = [f"{r}_{v}.v0" for r in RESOURCES for v in ("created", "updated", "deleted")]
-    assert expected == CATALOG
+    assert [*expected, *TRAFFIC] == CATALOG
     assert {"ip_policy_created.v0", "ip_policy_updated.v0"} <= set(CATALOG)
 
 
@@ -123,8 +131,9 @@ def test_update_takes_no_body_and_no_content_type(admin, esb):
     assert (bare.status_code, bare.json()["type"]) == (200, "reserved_domain_updated.v0")
     typed = admin.patch(url, content=b"{}", headers={"Content-Type": "application/json"})
     assert typed.status_code == 200
+    # A type other than the path's cannot change it (tests/api/test_tolerated_shapes.py).
     body = assert_error(
-        admin.patch(url, json={"type": "api_key_created.v0"}), 400, "ERR_UNKNOWN_FIELD"
+        admin.patch(url, json={"type": "api_key_created.v0"}), 400, "ERR_INVALID_FIELD"
     )
     assert body["details"]["field"] == "type"
     assert [s["type"] for s in admin.get(esb).json()["sources"]] == ["reserved_domain_updated.v0"]

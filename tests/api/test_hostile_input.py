@@ -21,6 +21,12 @@ BODY_OPERATIONS = [
     for method, op in item.items()
     if method != "parameters" and "requestBody" in op
 ]
+ALL_OPERATIONS = [
+    (method.upper(), path)
+    for path, item in SPEC["paths"].items()
+    for method in item
+    if method != "parameters"
+]
 LIST_OPERATIONS = [
     path
     for path, item in SPEC["paths"].items()
@@ -53,11 +59,17 @@ CORPUS = {
 }
 
 
+Z = "0" * 27
+
+
 def _concrete(path: str) -> str:
     return (
         # A path id with its own pattern must be well-formed, or the parameter's 400 comes
         # before the body's 413/415.
         path.replace("/edges/tls/{id}", "/edges/tls/edgtls_000000000000000000000000000")
+        .replace("{edge_id}/routes/{id}", f"edghts_{Z}/routes/edghtsrt_{Z}")
+        .replace("/edges/https/{id}", f"/edges/https/edghts_{Z}")
+        .replace("/edges/tcp/{id}", f"/edges/tcp/edgtcp_{Z}")
         .replace("{id}", "x_0000000000000000000000000000")
         .replace("{subscription_id}", "esb_" + "0" * 27)
         .replace("{type}", "ip_policy_created.v0")
@@ -110,3 +122,68 @@ def test_absurd_query_parameters(admin, path, params):
     response = admin.get(path, params=params)
     assert response.status_code == 400, response.text
     assert response.json()["error_code"] == "ERR_INVALID_PARAMETER"
+
+
+UNKNOWN_PARAMETERS = [
+    {"bogus": "1"},
+    {"filters": "obj.id != ''"},
+    {"Limit": "5"},
+    {"before_id[]": "x"},
+    {"": "x"},
+    {"id": "x"},
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ALL_OPERATIONS, ids=lambda v: str(v))
+def test_unknown_query_parameters_are_refused_by_every_operation(admin, factory, method, path):
+    """An undeclared query parameter is 400 ERR_INVALID_PARAMETER naming it, on every
+    operation of the spec (service routes included), before any work is done."""
+    declared = {p.get("name") for p in _parameters(method, path) if p.get("in") == "query"}
+    before = _rows(factory, admin.creds.account_id)
+    for params in UNKNOWN_PARAMETERS:
+        (name,) = params
+        if name in declared:
+            continue
+        response = admin.request(method, _concrete(path), params=params, json={})
+        assert response.status_code == 400, (params, response.text)
+        body = response.json()
+        assert body["error_code"] == "ERR_INVALID_PARAMETER", body
+        assert body["details"]["param"] == name
+    assert _rows(factory, admin.creds.account_id) == before
+
+
+def _parameters(method: str, path: str) -> list[dict]:
+    item = SPEC["paths"][path]
+    refs = [*item.get("parameters", []), *item[method.lower()].get("parameters", [])]
+    out = []
+    for p in refs:
+        if "$ref" in p:
+            p = SPEC["components"]["parameters"][p["$ref"].rsplit("/", 1)[-1]]
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("path", LIST_OPERATIONS)
+@pytest.mark.parametrize(
+    "query",
+    [
+        b"limit=abc&limit=5",
+        b"limit=5&limit=5",
+        b"before_id=x&before_id=y",
+        b"limit=%C2%853",  # U+0085 (NEL), then 3: int() would strip it
+        b"limit=%D9%A3",  # ARABIC-INDIC DIGIT THREE
+        b"limit=%EF%BC%93",  # FULLWIDTH DIGIT THREE
+        b"limit=%E2%80%833",  # EN SPACE, then 3
+        b"limit=+3",
+        b"limit=3%20",
+        b"limit=0x10",
+        b"limit=3_0",
+    ],
+    ids=lambda q: q.decode(),
+)
+def test_repeated_and_non_ascii_integer_parameters(admin, path, query):
+    response = admin.get(f"{path}?{query.decode()}")
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["error_code"] == "ERR_INVALID_PARAMETER"
+    assert body["details"]["param"] in ("limit", "before_id")

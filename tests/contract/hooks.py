@@ -8,6 +8,10 @@ because OpenAPI 3.0 cannot express them.
   list): random strings essentially never parse, so dropping would leave no positive case;
   a positive case whose value fails the format's check gets the property's `example` (a real
   certificate, key or list) instead, and the rest of the generated body is kept.
+- `x-path-param: <name>` (a body field repeating a path parameter, as client libraries send
+  it): a positive case gets the path parameter's value there.
+- A positive case's `filter` query parameter becomes a valid expression (random text is
+  almost never one).
 - A positive reserved-domain create gets a random first label on its domain, since a domain
   is reserved once across the server (see `_fresh_domain`).
 
@@ -22,11 +26,13 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import schemathesis
 import yaml
 
-from tunnelgw import certmanagement, hostnames, reserved_names, settings, timefmt
+from handlers import tls_edge_backend
+from tunnelgw import certmanagement, hostnames, listing, reserved_names, settings, timefmt
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
 from tunnelgw.errors import ApiError
 from tunnelgw.validation import check_extensions
@@ -71,6 +77,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     "tls-certificate": lambda body: tls.parse_tls_certificate(
         body["certificate_pem"], body["private_key_pem"]
     ),
+    "tls-edge-backend-form": tls_edge_backend.requested_module,
 }
 
 
@@ -142,17 +149,74 @@ def _with_formats(schema: Any, value: Any, root: dict[str, Any]) -> Any:
     return value
 
 
+# A filter every list's items accept (all have `uri`): random text is almost never one.
+VALID_FILTER = 'obj.uri != ""'
+
+
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
     meta = case.meta
-    if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
+    if meta is None or not meta.generation.mode.is_positive:
+        return case
+    if isinstance(case.query, dict) and "filter" in case.query:
+        case.query = {**case.query, "filter": _valid_filter(case.query["filter"])}
+    if not isinstance(case.body, dict):
         return case
     schema = _body_schema(case)
     if schema is not None:
+        case.body = _with_path_echoes(schema, case)
         case.body = _with_formats(schema, case.body, case.operation.schema.raw_schema)
         if schema.get("x-check") == "reserved-domain-create":
             case.body = _fresh_domain(case.body)
     return case
+
+
+def _valid_filter(value: Any) -> Any:
+    """A positive case's `filter`: kept when it is a valid filter of any list, else one that is
+    (a schema-valid string is rarely a valid expression; the server's 400s for those are
+    tested by tests/api/test_list_filters.py)."""
+    try:
+        listing.compile_for(str(value), "ApiKey")
+    except ApiError:
+        return VALID_FILTER
+    return VALID_FILTER if "obj." in str(value) else value
+
+
+def _with_path_echoes(schema: dict[str, Any], case: Any) -> dict[str, Any]:
+    """A positive body whose fields repeating a path parameter (`x-path-param`) carry that
+    parameter's value: any other value is invalid input (400), which the schema cannot say."""
+    body = dict(case.body)
+    for name, prop in schema.get("properties", {}).items():
+        param = prop.get("x-path-param")
+        if param is not None and body.get(name) is not None:
+            value = (case.path_parameters or {}).get(param)
+            # Path parameters may be held percent-encoded; the server compares decoded values.
+            body[name] = unquote(value) if isinstance(value, str) else value
+    return body
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: Any) -> None:
+    """The fix-ups of `map_case` once more right before sending, for the phases whose cases
+    do not pass through it (explicit examples, coverage, stateful links that fill `id` from
+    another response): on a positive case, fields repeating a path parameter carry its
+    value, `filter` is a valid expression, and a TLS edge backend body is not flat and
+    wrapped at once."""
+    meta = case.meta
+    if meta is not None and not meta.generation.mode.is_positive:
+        return
+    if isinstance(case.query, dict) and "filter" in case.query:
+        case.query = {**case.query, "filter": _valid_filter(case.query["filter"])}
+    if not isinstance(case.body, dict):
+        return
+    schema = _body_schema(case)
+    if schema is None:
+        return
+    case.body = _with_path_echoes(schema, case)
+    flat = any(case.body.get(name) is not None for name in ("enabled", "backend_id"))
+    wrapped = case.body.get("module") is not None
+    if schema.get("x-check") == "tls-edge-backend-form" and flat and wrapped:
+        case.body = {k: v for k, v in case.body.items() if k != "module"}
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:

@@ -128,10 +128,13 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
                 "warning",
                 "--public-url",
                 "http://example.test",
+                "--version-header-alias",
+                "A-Version,b-version",
             ]
         )
         == 0
     )
+    assert os.environ["TUNNELGW_VERSION_HEADER_ALIASES"] == "A-Version,b-version"
     out = capsys.readouterr().out
     assert "boot-token" in out
     assert "http://example.test/api_keys" in out

@@ -417,3 +417,33 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
     with pytest.raises(ApiError):
         fixtures.load(path, settings, account)  # without once, the conflict is an error
     assert _count(settings, Tunnel) == 1
+
+
+def test_cloud_endpoints_and_endpoint_principals(database, tmp_path):
+    """Issue 10: a cloud endpoint has neither tunnel nor edge, and an endpoint's
+    principal_id must be a user or bot of the account."""
+    settings, account = database
+    path = tmp_path / "cloud.yaml"
+    path.write_text(
+        "version: 1\ntunnels: [{ref: t}]\n"
+        "endpoints:\n"
+        "  - {type: cloud, proto: https, hostport: 'c.test:443', tunnel_id: '@t'}\n"
+    )
+    with pytest.raises(FixtureError) as caught:
+        fixtures.load(path, settings, account)
+    assert "a cloud endpoint has no tunnel_id" in str(caught.value.issues[0])
+    path.write_text(
+        "version: 1\nendpoints:\n"
+        "  - {type: cloud, proto: https, hostport: 'd.test:443',"
+        " principal_id: usr_012345678901234567890123456}\n"
+    )
+    with pytest.raises(FixtureError) as caught:
+        fixtures.load(path, settings, account)
+    assert "no principal 'usr_012345678901234567890123456'" in str(caught.value.issues[0])
+    path.write_text(
+        "version: 1\nendpoints:\n"
+        "  - {type: cloud, proto: https, hostport: 'c.test:443', name: front, metadata: m,"
+        " bindings: [public, internal], pooling_enabled: true}\n"
+    )
+    summary = fixtures.load(path, settings, account)
+    assert summary["counts"]["endpoints"] == 1

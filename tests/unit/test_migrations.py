@@ -257,3 +257,69 @@ def test_0004_downgrades_and_upgrades_again(url):
         engine.dispose()
     assert migrate.upgrade(url) == migrate.head()
     test_migrated_schema_equals_the_models(url)
+
+
+def _alembic(url: str, action: str, target: str) -> None:
+    from alembic import command
+
+    engine = create_engine(migrate.sync_url(url))
+    try:
+        with engine.begin() as connection:
+            config = migrate._config()
+            config.attributes["connection"] = connection
+            getattr(command, action)(config, target)
+    finally:
+        engine.dispose()
+
+
+def test_client_compatibility_revision_fills_existing_rows_and_goes_back(url):
+    """0005 (issue 10) gives existing rows the defaults, and downgrades cleanly."""
+    from sqlalchemy import text
+
+    from tunnelgw import ids
+
+    down = "0005@-1"  # the revision before 0005, whatever it is chained to
+    _alembic(url, "upgrade", "0005")
+    _alembic(url, "downgrade", down)
+    engine = create_engine(migrate.sync_url(url))
+    account, rd, ep = ids.new_id("acct"), ids.new_id("rd"), ids.new_id("ep")
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO account (id, name, created_at) VALUES (:a, '', CURRENT_TIMESTAMP)"),
+            {"a": account},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO reserved_domain (id, account_id, created_at, description, metadata,"
+                " domain, region) VALUES (:id, :a, CURRENT_TIMESTAMP, '', '', :d, 'us')"
+            ),
+            {"id": rd, "a": account, "d": f"{rd.lower()}.example.com"},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO endpoint (id, account_id, created_at, updated_at, region, proto,"
+                " hostport, public_url, type, metadata) VALUES (:id, :a, CURRENT_TIMESTAMP,"
+                " CURRENT_TIMESTAMP, 'us', 'https', 'a.example.com:443',"
+                " 'https://a.example.com', 'ephemeral', '')"
+            ),
+            {"id": ep, "a": account},
+        )
+    engine.dispose()
+    _alembic(url, "upgrade", "head")
+    engine = create_engine(migrate.sync_url(url))
+    with engine.connect() as conn:
+        resolves = conn.execute(
+            text("SELECT resolves_to FROM reserved_domain WHERE id = :id"), {"id": rd}
+        )
+        endpoint = conn.execute(
+            text(
+                "SELECT bindings, pooling_enabled, name, traffic_policy FROM endpoint"
+                " WHERE id = :id"
+            ),
+            {"id": ep},
+        ).one()
+        assert str(resolves.scalar()).replace(" ", "") == "[]"
+        assert str(endpoint[0]).replace(" ", "").replace("'", '"') in ('["public"]',)
+        assert not endpoint[1]
+        assert (endpoint[2], endpoint[3]) == ("", "")
+    engine.dispose()

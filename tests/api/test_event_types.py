@@ -1,0 +1,79 @@
+"""Issue 10, item 4: the event type catalog has the traffic events and a resource event family
+for every resource this server has; anything else is still 400."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from models import EventSubscription
+from tests.factories import assert_error
+
+SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+CATALOG = SPEC["components"]["schemas"]["EventType"]["enum"]
+TRAFFIC = ["http_request_complete.v0", "tcp_connection_closed.v0"]
+# The resources of this server's API: the ones the API document describes, and those it
+# only references, which this server serves too.
+SERVED = [
+    "api_key",
+    "http_response_backend",
+    "reserved_domain",
+    "certificate_authority",
+    "ssh_certificate_authority",
+    "ssh_user_certificate",
+    "agent_ingress",
+    "endpoint",
+    "application_session",
+    "application_user",
+    "tls_certificate",
+    "event_subscription",
+    "tunnel_group_backend",
+    "reserved_addr",
+    "tls_edge",
+    "https_edge",
+    "https_edge_route",
+    "tcp_edge",
+    "tunnel",
+    "endpoint_configuration",
+]
+
+
+@pytest.fixture
+def sources(admin, factory) -> str:  # type: ignore[no-untyped-def]
+    subscription = factory.row(EventSubscription, admin.creds.account_id)
+    return f"/event_subscriptions/{subscription.id}/sources"
+
+
+def test_catalog_has_traffic_events_and_every_served_resource():
+    assert set(TRAFFIC) <= set(CATALOG)
+    for resource in SERVED:
+        for verb in ("created", "updated", "deleted"):
+            assert f"{resource}_{verb}.v0" in CATALOG
+    assert len(CATALOG) == len(set(CATALOG)) == 71
+
+
+@pytest.mark.parametrize(
+    "event_type", [*TRAFFIC, "endpoint_created.v0", "application_user_deleted.v0"]
+)
+def test_new_types_are_accepted(admin, sources, event_type):
+    created = admin.post(sources, json={"type": event_type})
+    assert created.status_code == 201, created.text
+    assert admin.get(f"{sources}/{event_type}").json()["type"] == event_type
+
+
+@pytest.mark.parametrize(
+    "event_type",
+    [
+        "http_request_complete",
+        "http_request_complete.v1",
+        "HTTP_REQUEST_COMPLETE.V0",
+        "tcp_connection_opened.v0",
+        "event_source_created.v0",
+        " tcp_connection_closed.v0",
+    ],
+)
+def test_other_types_are_still_refused(admin, sources, event_type):
+    body = assert_error(admin.post(sources, json={"type": event_type}), 400, "ERR_INVALID_FIELD")
+    assert body["details"]["field"] == "type"

@@ -1,0 +1,353 @@
+"""Issue 10: the platform's official Python client (PyPI `ngrok-api`, module `ngrok`), unchanged,
+against a live `tunnelgw serve` started with the client's version header as an alias
+(`TUNNELGW_VERSION_HEADER_ALIASES=ngrok-version`) and the example fixture loaded.
+
+Every resource the client offers that this server serves is driven: create, get (reading
+every property of the client's model: a missing field is a KeyError there), list and paging
+through the client's own iterator (which follows `next_page_uri`), filtered lists, update and
+delete. Resources only issue 11 serves are skipped, naming the route that is missing.
+
+Marked `client`: deselect with `-m "not client"` where the package cannot be installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.factories import ssh_keygen, x509_certificate
+from tests.stress.server import ROOT, Server
+
+ngrok = pytest.importorskip("ngrok")
+datatypes = pytest.importorskip("ngrok.datatypes")
+
+pytestmark = pytest.mark.client
+
+# The header the client sends, hard-coded (ngrok/http_client.py).
+CLIENT_VERSION_HEADER = "ngrok-version"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, str]]]:
+    """A live server on a fresh SQLite database, with the example fixture loaded; the
+    fixture's labels and ids."""
+    data_dir: Path = tmp_path_factory.mktemp("client")
+    token = "tgw_client_" + secrets.token_hex(12)
+    server = Server(
+        data_dir,
+        None,
+        token,
+        workers=1,
+        env={
+            "TUNNELGW_VERSION_HEADER_ALIASES": CLIENT_VERSION_HEADER,
+            "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+        },
+    )
+    server.start()
+    try:
+        seeded = subprocess.run(
+            [sys.executable, "-m", "tunnelgw", "seed", str(ROOT / "fixtures" / "example.yaml")],
+            env={**os.environ, "TUNNELGW_DATA_DIR": str(data_dir)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        labels: dict[str, str] = json.loads(seeded.stdout)["labels"]
+        yield server, labels
+    finally:
+        server.stop()
+        assert "Traceback" not in server.log(), server.log()[-5000:]
+
+
+@pytest.fixture(scope="module")
+def client(live: tuple[Server, dict[str, str]]) -> Any:
+    server, _ = live
+    return ngrok.Client(server.token, base_url=server.base)
+
+
+@pytest.fixture(scope="module")
+def labels(live: tuple[Server, dict[str, str]]) -> dict[str, str]:
+    return live[1]
+
+
+def touch_all(obj: Any) -> int:
+    """Read every public property of a client model, nested models included (a KeyError
+    here means the server omitted a field the client reads). The number read."""
+    n = 0
+    for name in dir(type(obj)):
+        attr = getattr(type(obj), name)
+        if name.startswith("_") or not isinstance(attr, property):
+            continue
+        value = getattr(obj, name)
+        n += 1
+        for sub in value if isinstance(value, list) else [value]:
+            if type(sub).__module__ == "ngrok.datatypes":
+                n += touch_all(sub)
+    return n
+
+
+def walk(page: Any) -> list[Any]:
+    """Every item over all pages, through the client's own iterator."""
+    items = []
+    for item in page:
+        items.append(item)
+        assert len(items) < 5000, "paging loop"
+    return items
+
+
+def test_the_version_header_alias_is_what_makes_it_work(live):
+    server, _ = live
+    plain = httpx.get(
+        f"{server.base}/api_keys",
+        headers={"Authorization": f"Bearer {server.token}", CLIENT_VERSION_HEADER: "2"},
+    )
+    assert plain.status_code == 200, plain.text
+
+
+def test_api_keys(client):
+    keys = client.api_keys
+    first = keys.create()
+    second = keys.create(description="client", metadata='{"a": 1}')
+    assert second.token
+    got = keys.get(second.id)
+    assert got.token is None
+    assert touch_all(got) >= 7
+    assert {k.id for k in walk(keys.list(limit=1))} >= {first.id, second.id}
+    filtered = keys.list(filter='obj.description == "client"')
+    assert [k.id for k in filtered] == [second.id]
+    assert keys.update(second.id, description="renamed").description == "renamed"
+    assert keys.update(second.id).description == "renamed"  # PATCH {}
+    keys.delete(first.id)
+    keys.delete(second.id)
+    with pytest.raises(ngrok.NotFoundError):
+        keys.get(first.id)
+
+
+def test_http_response_backends(client):
+    backends = client.backends.http_response
+    empty = backends.create()  # all defaults: "", "", "", {}
+    assert empty.status_code == 200
+    assert empty.headers is None  # the API document: null when none
+    made = backends.create(
+        description="client",
+        body="hello",
+        headers={"Content-Type": "text/plain"},
+        status_code=418,
+    )
+    assert made.headers == {"content-type": "text/plain"}
+    assert touch_all(backends.get(made.id)) >= 8
+    assert {b.id for b in walk(backends.list(limit=1))} >= {empty.id, made.id}
+    assert backends.update(made.id, status_code=200).status_code == 200
+    backends.delete(made.id)
+    backends.delete(empty.id)
+
+
+def test_reserved_domains(client):
+    domains = client.reserved_domains
+    plain = domains.create(domain=f"c{uuid.uuid4().hex[:10]}.example.com")  # resolves_to: []
+    assert plain.resolves_to == []
+    policy = datatypes.ReservedDomainCertPolicy(None, {"private_key_type": "ecdsa"})
+    resolves = [datatypes.ReservedDomainResolvesToEntry(None, {"value": "eu"})]
+    managed = domains.create(
+        domain=f"m{uuid.uuid4().hex[:10]}.example.com",
+        region="eu",
+        description="client",
+        certificate_management_policy=policy,
+        resolves_to=resolves,
+    )
+    assert [r.value for r in managed.resolves_to] == ["eu"]
+    got = domains.get(managed.id)  # the job completed (issue delay 0)
+    assert touch_all(got) >= 14
+    assert got.certificate is not None
+    assert got.certificate_management_policy.private_key_type == "ecdsa"
+    assert {d.id for d in walk(domains.list(limit=1))} >= {plain.id, managed.id}
+    found = domains.list(filter=f'obj.domain == "{managed.domain}"')
+    assert [d.id for d in found] == [managed.id]
+    # The client sends "resolves_to": [] with every update: global again.
+    updated = domains.update(managed.id, description="d2")
+    assert (updated.description, updated.resolves_to) == ("d2", [])
+    domains.delete_certificate(managed.id)  # 204 under a policy: a new job starts
+    assert domains.get(managed.id).certificate_management_policy is not None
+    domains.delete_certificate_management_policy(managed.id)
+    assert domains.get(managed.id).certificate_management_status is None
+    domains.delete(managed.id)
+    domains.delete(plain.id)
+
+
+def test_certificate_authorities(client):
+    cas = client.certificate_authorities
+    ca = cas.create(ca_pem=x509_certificate(ca=True), description="client")
+    assert touch_all(cas.get(ca.id)) >= 11
+    assert ca.id in {c.id for c in walk(cas.list(limit=1))}
+    assert [c.id for c in cas.list(filter=f'obj.id == "{ca.id}"')] == [ca.id]
+    assert cas.update(ca.id, description="d2", metadata="m2").metadata == "m2"
+    cas.delete(ca.id)
+
+
+def test_ssh_certificate_authorities_and_user_certificates(client, tmp_path):
+    cas = client.ssh_certificate_authorities
+    ca = cas.create()  # "", "", "", "", 0: the defaults
+    rsa = cas.create(private_key_type="rsa", key_size=2048)
+    ecdsa = cas.create(private_key_type="ecdsa", elliptic_curve="p384")
+    assert (ca.key_type, rsa.key_type, ecdsa.key_type) == ("ed25519", "rsa", "ecdsa")
+    assert touch_all(cas.get(ca.id)) >= 7
+    assert {c.id for c in walk(cas.list(limit=1))} >= {ca.id, rsa.id, ecdsa.id}
+    assert [c.id for c in cas.list(filter='obj.key_type == "rsa"')] == [rsa.id]
+    assert cas.update(ca.id, description="d2").description == "d2"
+    certs = client.ssh_user_certificates
+    # valid_after/valid_until default to datetime.min, which the client cannot encode: strings.
+    cert = certs.create(
+        ssh_certificate_authority_id=ca.id,
+        public_key=ssh_keygen(tmp_path, "ed25519"),
+        principals=["root"],
+        valid_after="2030-01-01T00:00:00Z",
+        valid_until="2030-01-02T00:00:00Z",
+    )
+    assert touch_all(certs.get(cert.id)) >= 14
+    assert cert.id in {c.id for c in walk(certs.list(limit=1))}
+    assert certs.update(cert.id, metadata="m2").metadata == "m2"
+    certs.delete(cert.id)
+    for made in (ca, rsa, ecdsa):
+        cas.delete(made.id)
+
+
+def test_agent_ingresses(client):
+    ingresses = client.agent_ingresses
+    plain = ingresses.create(domain=f"i{uuid.uuid4().hex[:10]}.example.com", description="c")
+    assert plain.certificate_management_policy is None
+    managed = ingresses.create(
+        domain=f"j{uuid.uuid4().hex[:10]}.example.com",
+        certificate_management_policy=datatypes.AgentIngressCertPolicy(None, {}),
+    )
+    got = ingresses.get(managed.id)
+    assert touch_all(got) >= 12
+    assert got.certificate_management_policy.authority
+    assert got.certificate_management_status.renews_at is not None
+    assert {i.id for i in walk(ingresses.list(limit=1))} >= {plain.id, managed.id}
+    assert [i.id for i in ingresses.list(filter=f'obj.domain == "{plain.domain}"')] == [plain.id]
+    assert ingresses.update(plain.id, metadata="m2").metadata == "m2"
+    changed = ingresses.update(
+        plain.id,
+        certificate_management_policy=datatypes.AgentIngressCertPolicy(
+            None, {"private_key_type": "ecdsa"}
+        ),
+    )
+    assert changed.certificate_management_policy.private_key_type == "ecdsa"
+    ingresses.delete(plain.id)
+    ingresses.delete(managed.id)
+
+
+def test_tls_edge_backend_module(client, labels):
+    module = client.edge_modules.tls_edge_backend
+    edge_id, backend_id = labels["mqtt-edge"], labels["mqtt-group"]
+    before = module.get(edge_id)
+    assert touch_all(before) >= 2
+    set_ = datatypes.EndpointBackendMutate(None, {"enabled": False, "backend_id": backend_id})
+    assert module.replace(edge_id, module=set_).enabled is False
+    bare = datatypes.EndpointBackendMutate(None, {"backend_id": backend_id})
+    assert module.replace(edge_id, module=bare).enabled is True  # enabled omitted: true
+    module.delete(edge_id)
+    module.delete(edge_id)  # idempotent
+    with pytest.raises(ngrok.NotFoundError):
+        module.get(edge_id)
+    restore = datatypes.EndpointBackendMutate(
+        None, {"enabled": before.enabled, "backend_id": before.backend.id}
+    )
+    module.replace(edge_id, module=restore)
+
+
+def test_endpoints(client):
+    endpoints = client.endpoints
+    items = walk(endpoints.list(limit=1))
+    assert len(items) >= 6
+    for item in items:
+        touch_all(endpoints.get(item.id))  # url, bindings, ... (KeyError before issue 10)
+    cloud = [e for e in items if e.type == "cloud"]
+    assert cloud
+    assert cloud[0].bindings == ["public"]
+    first = items[0]
+    assert first.url == first.public_url
+    assert [e.id for e in endpoints.list(id=[first.id]).endpoints] == [first.id]
+    by_url = endpoints.list(url=[first.url]).endpoints
+    assert first.id in [e.id for e in by_url]
+    assert all(e.url == first.url for e in by_url)
+    none = endpoints.list(id=["ep_" + "0" * 27]).endpoints
+    assert none == []
+    https = walk(endpoints.list(filter='obj.proto == "https"', limit=1))
+    assert https
+    assert {e.proto for e in https} == {"https"}
+
+
+def test_application_sessions_and_users(client):
+    sessions = walk(client.application_sessions.list(limit=1))
+    users = walk(client.application_users.list(limit=1))
+    assert sessions
+    assert users
+    assert touch_all(client.application_sessions.get(sessions[0].id)) >= 20
+    assert touch_all(client.application_users.get(users[0].id)) >= 10
+    client.application_sessions.delete(sessions[-1].id)
+    with pytest.raises(ngrok.NotFoundError):
+        client.application_sessions.get(sessions[-1].id)
+
+
+def test_event_sources(client, labels):
+    sources = client.event_sources
+    subscription = labels["audit"]
+    for event_type in ("http_request_complete.v0", "tcp_connection_closed.v0"):
+        made = sources.create(subscription, type=event_type)
+        assert made.type == event_type
+        assert touch_all(sources.get(subscription, event_type)) == 2
+        assert sources.update(subscription, event_type).type == event_type  # PATCH, no body
+    listed = [s.type for s in sources.list(subscription).sources]
+    assert "http_request_complete.v0" in listed
+    sources.delete(subscription, "http_request_complete.v0")
+    with pytest.raises(ngrok.NotFoundError):
+        sources.get(subscription, "http_request_complete.v0")
+    with pytest.raises(ngrok.Error) as refused:
+        sources.create(subscription, type="not_a_type")
+    assert refused.value.error_code == "ERR_INVALID_FIELD"
+
+
+def test_errors_reach_the_client_as_its_errors(client):
+    with pytest.raises(ngrok.Error) as unknown:
+        client.api_keys.list(filter="obj.nope == 1")
+    assert unknown.value.error_code == "ERR_FILTER_UNKNOWN_FIELD"
+    assert unknown.value.operation_id.startswith("op_")
+
+
+# What the client offers that only issue 11 serves: skipped, naming the missing route.
+ISSUE_11 = [
+    ("tls_certificates", "/tls_certificates"),
+    ("event_subscriptions", "/event_subscriptions"),
+    ("backends.tunnel_group", "/backends/tunnel_group"),
+    ("reserved_addrs", "/reserved_addrs"),
+    ("edges.tls", "/edges/tls"),
+    ("edges.https", "/edges/https"),
+    ("edges.tcp", "/edges/tcp"),
+    ("tunnels", "/tunnels"),
+]
+
+
+@pytest.mark.parametrize(("service", "route"), ISSUE_11, ids=[s for s, _ in ISSUE_11])
+def test_resources_of_issue_11(client, live, service, route):
+    server, _ = live
+    probe = httpx.get(f"{server.base}{route}", headers=server.headers())
+    if probe.status_code == 404 and probe.json()["error_code"] == "ERR_ROUTE_NOT_FOUND":
+        pytest.skip(f"GET {route} is not served on this branch (issue 11 adds it)")
+    target = client
+    for part in service.split("."):
+        target = getattr(target, part)
+    items = walk(target.list(limit=1))
+    for item in items[:3]:
+        touch_all(target.get(item.id))
