@@ -28,7 +28,7 @@ from tests.factories import Factory
 from tests.openapi_check import SpecValidator
 from tests.stress.server import Server
 from tunnelgw import db, migrate
-from tunnelgw.app import create_app
+from tunnelgw.app import create_app, install_defaults, state_of
 from tunnelgw.crypto import keys
 from tunnelgw.settings import Settings
 
@@ -106,6 +106,8 @@ def http(settings: Settings) -> Iterator[TestClient | LiveClient]:
         return
     app = create_app(settings)
     with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
+        # The factories write rows outside requests, on the app's database and KEK.
+        install_defaults(state_of(app))
         yield client
 
 

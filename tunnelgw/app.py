@@ -1,5 +1,7 @@
 """The application factory: Connexion AsyncApp on `openapi.yaml`, our validators, error
-rendering and middlewares, and the database opened in the lifespan.
+rendering and middlewares. The app owns its settings, database and key-encryption key (an
+`AppState`, activated per request); it installs no process globals, so several apps can live
+in one process.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, logconfig, middleware, pipeline, routing
+from tunnelgw import db, logconfig, middleware, pipeline, routing, runtime
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -67,13 +69,16 @@ def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def create_app(settings: Settings | None = None) -> AsyncApp:
-    """A ready-to-serve ASGI app; the database opens when the app starts."""
-    settings = tunnelgw_settings.use(settings or Settings())
+    """A ready-to-serve ASGI app with its own settings, database (connections open on first
+    use) and key-encryption key (loaded when the app starts, or at first use)."""
+    settings = settings or Settings()
+    state = runtime.AppState(settings, db.Database(settings.resolved_database_url()))
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        keys.init(settings)  # `tunnelgw serve` created it before the workers started
-        database = db.init(settings.resolved_database_url())
+        token = runtime.activate(state)
+        # `tunnelgw serve` created the key file before the workers started.
+        state.kek = keys.load_or_create_kek(settings)
         logconfig.lean_records()
         # What start-up built (spec, operations, validators, modules) lives as long as the
         # process: keep it out of the collector's full passes, which otherwise stall requests.
@@ -82,7 +87,8 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         try:
             yield
         finally:
-            await database.dispose()
+            await state.database.dispose()
+            runtime.deactivate(token)
 
     app = AsyncApp(
         __name__,
@@ -90,8 +96,10 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         lifespan=lifespan,
         jsonifier=Jsonifier(_OrjsonText),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
-        middlewares=middlewares(settings),
+        middlewares=middlewares(state),
     )
+    state.app = app
+    app.tunnelgw_state = state
     spec = apply_settings(load_spec(), settings)
     with _shipped_spec():
         app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
@@ -117,14 +125,31 @@ def _shipped_spec() -> Iterator[None]:
             OpenAPISpecification._validate_spec = own
 
 
-def middlewares(settings: Settings) -> list[Any]:
+def state_of(app: Any) -> runtime.AppState:
+    """The state (settings, database, KEK) of an app made by `create_app`."""
+    state: runtime.AppState = app.tunnelgw_state
+    return state
+
+
+def install_defaults(state: runtime.AppState) -> None:
+    """Make an app's settings, database and KEK the process defaults, for code that runs
+    outside its requests (a test suite's factories); the app itself never does this."""
+    tunnelgw_settings.use(state.settings)
+    db.use(state.database)
+    keys.use(state.kek if state.kek is not None else keys.load_or_create_kek(state.settings))
+
+
+def middlewares(state: runtime.AppState) -> list[Any]:
     """Connexion's middleware list: its error handling, Swagger UI, routing and lifespan, our
-    request context (operation id, access log, metrics) outside the error handling, and our
-    per-operation pipeline (tunnelgw.pipeline) in place of Connexion's security, validation and
-    context layers."""
+    request context (the app's state, operation id, access log, metrics) outside the error
+    handling, and our per-operation pipeline (tunnelgw.pipeline) in place of Connexion's
+    security, validation and context layers."""
+    settings = state.settings
     return [
         ServerErrorMiddleware,
-        functools.partial(middleware.RequestContext, public_url=settings.resolved_public_url()),
+        functools.partial(
+            middleware.RequestContext, public_url=settings.resolved_public_url(), state=state
+        ),
         ExceptionMiddleware,
         routing.SwaggerUIMiddleware,
         routing.RoutingMiddleware,

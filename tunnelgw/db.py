@@ -35,7 +35,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
 
-from tunnelgw import records
+from tunnelgw import records, runtime
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.records import Record
 
@@ -601,13 +601,24 @@ _current: Database | None = None
 
 
 def init(url: str) -> Database:
-    """Make `url` the process's database (called by the app's lifespan)."""
+    """Make a database on `url` the process default (for code outside requests: scripts,
+    tests); apps hold their own (tunnelgw.runtime)."""
+    return use(Database(url))
+
+
+def use(database: Database) -> Database:
+    """Make `database` the process default."""
     global _current
-    _current = Database(url)
-    return _current
+    _current = database
+    return database
 
 
 def current() -> Database:
+    """The database of the app serving the current request; outside a request the process
+    default."""
+    state = runtime.active()
+    if state is not None:
+        return state.database
     if _current is None:
         raise RuntimeError("database not initialised")
     return _current

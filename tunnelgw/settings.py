@@ -9,6 +9,8 @@ from typing import Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tunnelgw import runtime
+
 
 class Settings(BaseSettings):
     """Every setting of the server; see the README's configuration table."""
@@ -144,12 +146,17 @@ _current: Settings | None = None
 
 
 def use(settings: Settings) -> Settings:
-    """Make `settings` the process's settings (the app factory and the CLI call this)."""
+    """Make `settings` the process default (for code that runs outside a request: the CLI,
+    scripts, tests); apps hold their own (tunnelgw.runtime)."""
     global _current
     _current = settings
     return settings
 
 
 def current() -> Settings:
-    """The process's settings; defaults and environment when none were installed."""
+    """The settings of the app serving the current request; outside a request the process
+    default (defaults and environment when none was installed)."""
+    state = runtime.active()
+    if state is not None:
+        return state.settings
     return _current if _current is not None else use(Settings())
