@@ -482,14 +482,20 @@ class _SharedReads:
             self._conn = _PgConnection(await self._lease.__aenter__())
         return self._conn
 
+    async def release(self) -> None:
+        """Give the connection back now; a later unit of the request takes one again."""
+        if self._lease is not None:
+            lease, self._lease, self._conn = self._lease, None, None
+            await lease.__aexit__(None, None, None)
+
     async def __aenter__(self) -> None:
         self._token = _shared.set(self)
 
     async def __aexit__(self, *exc: Any) -> None:
         _shared.reset(self._token)
         if self._lease is not None:
-            self._conn = None
-            await self._lease.__aexit__(*exc)
+            lease, self._lease, self._conn = self._lease, None, None
+            await lease.__aexit__(*exc)
 
 
 class _NoScope:
@@ -634,6 +640,15 @@ def request_scope() -> _SharedReads | _NoScope:
     connection (SQLite's units use the process's connections anyway)."""
     database = current()
     return _NO_SCOPE if database.is_sqlite else _SharedReads(database)
+
+
+async def release_request_connection() -> None:
+    """Inside a request on PostgreSQL: give the request's connection back to the pool before
+    waiting on work that needs connections of its own (the fixture loader's in-process
+    requests); no-op elsewhere."""
+    shared = _shared.get()
+    if shared is not None:
+        await shared.release()
 
 
 def write() -> _WriteScope:

@@ -13,11 +13,14 @@ from sqlmodel import select
 
 from models import Edge, FixtureLoad, Tunnel
 from tests.factories import x509_certificate
-from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, fixtures, migrate
+from tunnelgw import accounts, fixtures, migrate
 from tunnelgw.app import load_spec
 from tunnelgw.db import Database
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.fixtures import FixtureError
+from tunnelgw.fixtures import plan as fixture_plan
+from tunnelgw.fixtures import rows as fixture_rows
+from tunnelgw.fixtures import schema as fixture_schema
 from tunnelgw.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
