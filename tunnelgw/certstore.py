@@ -9,19 +9,23 @@ due rows, then re-load each under a row lock in a write unit, re-check and apply
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
-
-from sqlalchemy.dialects import postgresql, sqlite
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from models import IssuingAuthority, TlsCertificate
 from models.cert_managed import CertManaged
 from models.tls_certificate import certificate_columns
-from tunnelgw import certmanagement, db, ids, records, settings, timefmt
-from tunnelgw.crypto import issuing, keys
+from tunnelgw import certmanagement, db, ids, lazy, records, settings, timefmt
+from tunnelgw.crypto import keys
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import issuing
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    issuing = lazy.module("tunnelgw.crypto.issuing")
 
 # The issuing CA is valid from a day before its creation, so a certificate whose job
 # completed shortly before the CA was first needed still lies within the CA's validity.
@@ -173,7 +177,7 @@ async def issuing_authority(unit: Unit, name: str) -> IssuingAuthority:
         "wrapped_private_key": keys.wrap(keys.current(), made.private_key_der, name.encode()),
         "created_at": now,
     }
-    dialect = postgresql if unit.dialect == "postgresql" else sqlite
+    dialect = importlib.import_module(f"sqlalchemy.dialects.{unit.dialect}")
     insert = dialect.insert(IssuingAuthority).values(**values)
     await unit.exec(insert.on_conflict_do_nothing(index_elements=["name"]))
     found = await unit.get(IssuingAuthority, name)
