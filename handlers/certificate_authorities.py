@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import CertificateAuthority
-from tunnelgw import auth, db, ids, resources
-from tunnelgw.crypto import CryptoError, x509
+from tunnelgw import auth, db, ids, lazy, resources
+from tunnelgw.crypto import CryptoError
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import x509
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    x509 = lazy.module("tunnelgw.crypto.x509")
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

@@ -7,14 +7,19 @@ returned. A CA whose user certificates have not all expired cannot be deleted (4
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import SshCertificateAuthority
 from models.ssh_user_certificate import has_unexpired
-from tunnelgw import auth, db, ids, resources, timefmt
-from tunnelgw.crypto import CryptoError, keys, ssh
+from tunnelgw import auth, db, ids, lazy, resources, timefmt
+from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import ssh
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    ssh = lazy.module("tunnelgw.crypto.ssh")
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

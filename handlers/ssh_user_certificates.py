@@ -7,15 +7,20 @@ on PostgreSQL), so a CA cannot be deleted between signing and storing the certif
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import SshCertificateAuthority, SshUserCertificate
-from tunnelgw import auth, db, ids, resources, timefmt
+from tunnelgw import auth, db, ids, lazy, resources, timefmt
 from tunnelgw.auth import Caller
-from tunnelgw.crypto import CryptoError, keys, ssh
+from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import ssh
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    ssh = lazy.module("tunnelgw.crypto.ssh")
 
 
 def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKey]:

@@ -6,15 +6,20 @@ and never returned; a certificate a reserved domain uses cannot be deleted (409)
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models import TlsCertificate
 from models.reserved_domain import uses_certificate
 from models.tls_certificate import certificate_columns
-from tunnelgw import auth, db, ids, resources
-from tunnelgw.crypto import CryptoError, keys, tls
+from tunnelgw import auth, db, ids, lazy, resources
+from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import tls
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    tls = lazy.module("tunnelgw.crypto.tls")
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

@@ -5,13 +5,15 @@ shows is derived from the leaf certificate once, when the row is made."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import JSON, Index, LargeBinary, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw.crypto.tls import CertificateFields
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto.tls import CertificateFields
 
 
 def _no_names() -> dict[str, list[str]]:

@@ -9,19 +9,23 @@ due rows, then re-load each under a row lock in a write unit, re-check and apply
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
-
-from sqlalchemy.dialects import postgresql, sqlite
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from models import IssuingAuthority, TlsCertificate
 from models.cert_managed import CertManaged
 from models.tls_certificate import certificate_columns
-from tunnelgw import certmanagement, db, ids, records, settings, timefmt
-from tunnelgw.crypto import issuing, keys
+from tunnelgw import certmanagement, db, ids, lazy, records, settings, timefmt
+from tunnelgw.crypto import keys
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
+
+if TYPE_CHECKING:
+    from tunnelgw.crypto import issuing
+else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+    issuing = lazy.module("tunnelgw.crypto.issuing")
 
 # The issuing CA is valid from a day before its creation, so a certificate whose job
 # completed shortly before the CA was first needed still lies within the CA's validity.
@@ -75,24 +79,40 @@ def is_due(row: CertManaged, now: datetime) -> bool:
     return certmanagement.is_due(status, now, settings.current())
 
 
-async def settle_row(unit: Unit, row: CertManaged, now: datetime) -> None:
-    """Bring the (locked) row's certificate management up to `now`, issuing if due."""
+def _settled(row: CertManaged, now: datetime) -> certmanagement.Settled | None:
     if row.cert_authority is None:
-        return
-    config = settings.current()
+        return None
     status = certmanagement.Status.of(row)
-    settled = certmanagement.settle(status, row.cert_name(), row.cert_authority, now, config)
+    return certmanagement.settle(
+        status, row.cert_name(), row.cert_authority, now, settings.current()
+    )
+
+
+def _key_type(row: CertManaged) -> str:
+    return row.cert_private_key_type or certmanagement.DEFAULT_KEY_TYPE
+
+
+async def settle_row(
+    unit: Unit, row: CertManaged, now: datetime, new_keys: dict[str, Any] | None = None
+) -> None:
+    """Bring the (locked) row's certificate management up to `now`, issuing if due, with
+    the key made beforehand for the row (`new_keys` by row id), if any."""
+    settled = _settled(row, now)
     if settled is None:
         return
     if settled.issue_at is not None:
-        cert = await _issue(unit, row, settled.issue_at)
+        key = (new_keys or {}).get(records.primary_key(row)[0])
+        cert = await _issue(unit, row, settled.issue_at, key)
         row.certificate_id = cert.id
     settled.status.write_to(row)
 
 
-async def settle(model: type[M], ids_: Iterable[str]) -> dict[str, M]:
+async def settle(
+    model: type[M], ids_: Iterable[str], new_keys: dict[str, Any] | None = None
+) -> dict[str, M]:
     """Settle the rows `ids_` of `model` (re-loaded under a lock, in id order so two settlers
-    never wait on each other crosswise); the settled rows by id (rows deleted meanwhile are
+    never wait on each other crosswise), issuing with the keys made beforehand (`new_keys`:
+    row id -> (key type, key)); the settled rows by id (rows deleted meanwhile are
     missing)."""
     settled: dict[str, M] = {}
     async with db.write() as unit:
@@ -100,9 +120,25 @@ async def settle(model: type[M], ids_: Iterable[str]) -> dict[str, M]:
         for id_ in sorted(set(ids_)):
             row: Any = await unit.get(model, id_, lock=True)
             if row is not None:
-                await settle_row(unit, row, now)
+                await settle_row(unit, row, now, new_keys)
                 settled[id_] = row
     return settled
+
+
+async def _keys_for(rows: Iterable[CertManaged], now: datetime) -> dict[str, Any]:
+    """The private keys the rows' due jobs will issue certificates with, made before the
+    write unit: an RSA key takes up to a tenth of a second, which no write unit (on SQLite,
+    every process's writes) should wait for. A row that changed meanwhile makes its own."""
+    wanted = {records.primary_key(row)[0]: _key_type(row) for row in rows if _issues(row, now)}
+    made: dict[str, Any] = {}
+    for id_, key_type in wanted.items():
+        made[id_] = (key_type, await asyncio.to_thread(issuing.new_key, key_type))
+    return made
+
+
+def _issues(row: CertManaged, now: datetime) -> bool:
+    settled = _settled(row, now)
+    return settled is not None and settled.issue_at is not None
 
 
 async def settled_rows(rows: list[M]) -> list[M]:
@@ -113,22 +149,26 @@ async def settled_rows(rows: list[M]) -> list[M]:
     if not due:
         return rows
     model: Any = records.model_of(due[0])
-    fresh: dict[str, Any] = await settle(model, [row.id for row in due])  # type: ignore[attr-defined]
+    new_keys = await _keys_for(due, now)
+    fresh: dict[str, Any] = await settle(model, [row.id for row in due], new_keys)  # type: ignore[attr-defined]
     return [fresh.get(row.id, row) for row in rows]  # type: ignore[attr-defined]
 
 
-async def _issue(unit: Unit, row: Any, issue_at: datetime) -> TlsCertificate:
+async def _issue(unit: Unit, row: Any, issue_at: datetime, made_key: Any) -> TlsCertificate:
     config = settings.current()
     authority = await issuing_authority(unit, config.certificate_authority)
     not_before, not_after = certmanagement.window(issue_at, config)
+    key_type = _key_type(row)
+    key = made_key[1] if made_key is not None and made_key[0] == key_type else None
     made = await asyncio.to_thread(
         issuing.issue,
         authority.certificate_pem,
         _unwrap(authority.wrapped_private_key, authority.name),
         row.cert_name(),
-        row.cert_private_key_type or certmanagement.DEFAULT_KEY_TYPE,
+        key_type,
         not_before,
         not_after,
+        key,
     )
     cert_id = ids.new_id(TlsCertificate.PREFIX)
     cert = TlsCertificate.new(
@@ -173,7 +213,7 @@ async def issuing_authority(unit: Unit, name: str) -> IssuingAuthority:
         "wrapped_private_key": keys.wrap(keys.current(), made.private_key_der, name.encode()),
         "created_at": now,
     }
-    dialect = postgresql if unit.dialect == "postgresql" else sqlite
+    dialect = importlib.import_module(f"sqlalchemy.dialects.{unit.dialect}")
     insert = dialect.insert(IssuingAuthority).values(**values)
     await unit.exec(insert.on_conflict_do_nothing(index_elements=["name"]))
     found = await unit.get(IssuingAuthority, name)

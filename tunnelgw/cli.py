@@ -11,14 +11,20 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tunnelgw import __version__, accounts, db, fixtures, migrate, records
+from tunnelgw import __version__, accounts, db, lazy, migrate, records
 from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
 from tunnelgw.settings import Settings
 from tunnelgw.timefmt import rfc3339
+
+# The fixture loader (and with it `cryptography`) loads only for the commands that use it.
+if TYPE_CHECKING:
+    from tunnelgw import fixtures
+else:
+    fixtures = lazy.module("tunnelgw.fixtures")
 
 # `serve` flags and the TUNNELGW_* variable each one sets for the worker processes.
 SERVE_FLAGS = {

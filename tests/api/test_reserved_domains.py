@@ -567,3 +567,42 @@ def test_the_served_spec_and_validation_follow_the_authority_setting(admin, sett
         ).status_code
         == 400
     )
+
+
+@pytest.mark.inprocess
+@pytest.mark.parametrize("key_type", ["rsa", "ecdsa"])
+def test_the_issued_key_is_made_before_the_write_unit(admin, monkeypatch, key_type):
+    """A read that settles a due job makes the certificate's key first, outside the unit
+    that holds the row lock (on SQLite, every process's writes): the unit only signs."""
+    from tunnelgw import db
+    from tunnelgw.crypto import issuing
+
+    made_in_unit: list[bool] = []
+    real_new_key, real_write = issuing.new_key, db.Database.write
+    inside = {"depth": 0}
+
+    def new_key(kind: str):  # type: ignore[no-untyped-def]
+        made_in_unit.append(inside["depth"] > 0)
+        return real_new_key(kind)
+
+    class Counting:
+        def __init__(self, scope) -> None:  # type: ignore[no-untyped-def]
+            self.scope = scope
+
+        async def __aenter__(self):  # type: ignore[no-untyped-def]
+            inside["depth"] += 1
+            return await self.scope.__aenter__()
+
+        async def __aexit__(self, *exc):  # type: ignore[no-untyped-def]
+            try:
+                return await self.scope.__aexit__(*exc)
+            finally:
+                inside["depth"] -= 1
+
+    monkeypatch.setattr(issuing, "new_key", new_key)
+    monkeypatch.setattr(db.Database, "write", lambda self: Counting(real_write(self)))
+    policy = {"private_key_type": key_type}
+    rd = admin.post(PATH, json={"domain": custom(), "certificate_management_policy": policy})
+    issued = admin.get(f"{PATH}/{rd.json()['id']}").json()
+    assert issued["certificate"] is not None
+    assert made_in_unit == [False]

@@ -88,11 +88,21 @@ def test_connexion_accepts_the_spec():
         OpenAPISpecification._validate_spec({"openapi": "3.0.3", "info": 1, "paths": {}})
 
 
-def test_every_validator_of_every_operation_compiles(http):
-    """Validators compile on first use; compile them all here so none fails in production."""
-    from tunnelgw.pipeline import Compiled, OperationMiddleware
+def test_every_validator_of_every_operation_compiles(tmp_path):
+    """Validators compile on first use; compile them all here so none fails in production.
+    An in-process app of its own (the suite's `http` may be a live server)."""
+    from starlette.testclient import TestClient
 
-    app = http.app
+    from tunnelgw import migrate
+    from tunnelgw.app import create_app
+    from tunnelgw.pipeline import Compiled, OperationMiddleware
+    from tunnelgw.settings import Settings
+
+    settings = Settings(data_dir=tmp_path)
+    migrate.upgrade(settings.resolved_database_url())
+    app = create_app(settings)
+    with TestClient(app) as client:
+        assert client.get("/healthz").status_code == 200
     stack = app.middleware.middleware_stack
     pipeline = next(m for m in stack if isinstance(m, OperationMiddleware))
     operations = [

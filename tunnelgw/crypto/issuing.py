@@ -116,14 +116,16 @@ def issue(
     key_type: str,
     not_before: datetime,
     not_after: datetime,
+    key: PrivateKey | None = None,
 ) -> Issued:
-    """A TLS server certificate for `domain` (wildcards included) with a new `key_type` key,
-    signed by the CA: SAN dNSName = domain, EKU serverAuth, CA:FALSE."""
+    """A TLS server certificate for `domain` (wildcards included) with `key` (a new `key_type`
+    key when None), signed by the CA: SAN dNSName = domain, EKU serverAuth, CA:FALSE."""
     ca_cert = x509.load_pem_x509_certificate(ca_pem.encode("ascii"))
     ca_key = serialization.load_der_private_key(ca_key_der, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
         raise ValueError("the issuing CA key is neither ECDSA nor RSA")
-    key = new_key(key_type)
+    if key is None:
+        key = new_key(key_type)
     names = [x509.NameAttribute(NameOID.COMMON_NAME, domain)] if len(domain) <= 64 else []
     cert = (
         x509.CertificateBuilder()

@@ -17,9 +17,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from tunnelgw import runtime
 from tunnelgw.settings import Settings
 
@@ -102,6 +99,8 @@ def _create(path: Path) -> None:
 def wrap(kek: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
     """`plaintext` encrypted and authenticated under `kek`, bound to `associated_data`."""
     nonce = os.urandom(_NONCE_BYTES)
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # loaded at first use
+
     return _VERSION + nonce + AESGCM(kek).encrypt(nonce, plaintext, associated_data)
 
 
@@ -110,6 +109,9 @@ def unwrap(kek: bytes, blob: bytes, associated_data: bytes) -> bytes:
     if blob[:1] != _VERSION:
         raise UnwrapError("unknown wrapped-key format")
     nonce, sealed = blob[1 : 1 + _NONCE_BYTES], blob[1 + _NONCE_BYTES :]
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # loaded at first use
+
     try:
         return AESGCM(kek).decrypt(nonce, sealed, associated_data)
     except (InvalidTag, ValueError):
