@@ -17,7 +17,7 @@ from tunnelgw import accounts, fixtures, migrate
 from tunnelgw.app import load_spec
 from tunnelgw.db import Database
 from tunnelgw.errors import ApiError, Code
-from tunnelgw.fixtures import FixtureError
+from tunnelgw.fixtures import FixtureError, loader
 from tunnelgw.fixtures import plan as fixture_plan
 from tunnelgw.fixtures import rows as fixture_rows
 from tunnelgw.fixtures import schema as fixture_schema
@@ -405,7 +405,7 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
     path = tmp_path / "f.yaml"
     path.write_text("version: 1\ntunnels: [{}]\n")
     fixtures.load(path, settings, account, once=True)
-    real = fixtures._phase1
+    real = loader._phase1
     calls: list[bool] = []
 
     async def racing(db, plan, account_id, digest, once):  # type: ignore[no-untyped-def]
@@ -414,7 +414,7 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
             raise ApiError(Code.CONFLICT)
         return await real(db, plan, account_id, digest, once)
 
-    monkeypatch.setattr(fixtures, "_phase1", racing)
+    monkeypatch.setattr(loader, "_phase1", racing)
     assert fixtures.load(path, settings, account, once=True)["loaded"] is False
     calls.clear()
     with pytest.raises(ApiError):
