@@ -72,6 +72,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Setting
         # Certificate management jobs complete at the first read after they start.
         certificate_issue_delay_seconds=0,
         version_header_aliases=VERSION_HEADER_ALIAS,
+        admin_api=True,  # tests/api/test_admin.py; the other operations are unaffected
     )
 
 
@@ -122,6 +123,7 @@ def _live(settings: Settings) -> Iterator[LiveClient]:
             "TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes),
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
             "TUNNELGW_VERSION_HEADER_ALIASES": VERSION_HEADER_ALIAS,
+            "TUNNELGW_ADMIN_API": "true",
         },
     )
     server.start()

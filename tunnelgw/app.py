@@ -35,7 +35,7 @@ from tunnelgw.settings import Settings
 
 SPEC_DIR = Path(__file__).resolve().parent
 SPEC_FILE = SPEC_DIR / "openapi.yaml"
-HANDLERS = "handlers"
+HANDLERS = pipeline.HANDLERS_PACKAGE
 
 
 class _OrjsonText:
@@ -65,7 +65,47 @@ def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
     schemas = spec["components"]["schemas"]
     enum = schemas["ReservedDomainCertPolicy"]["properties"]["authority"]["enum"]
     enum[:] = [settings.certificate_authority if value else value for value in enum]
+    _admin_api(spec, enabled=settings.admin_api)
     return spec
+
+
+ADMIN_PREFIX = "/_admin/"
+# What a fault rule can answer (AdminFaultCreate.status), documented on every operation a
+# rule can name while the admin API is on.
+INJECTED_RESPONSES = {
+    "429": "TooManyRequests",
+    "500": "InternalError",
+    "503": "ServiceUnavailable",
+}
+
+
+def fault_operations(settings: Settings) -> frozenset[str]:
+    """The operations fault rules can hit: none unless the admin API is on."""
+    if not settings.admin_api:
+        return frozenset()
+    schema = load_spec()["components"]["schemas"]["AdminFaultCreate"]
+    return frozenset(schema["properties"]["operation"]["enum"])
+
+
+def _admin_api(spec: dict[str, Any], *, enabled: bool) -> None:
+    """Off: the `/_admin/` paths and their tag are not served (404 ERR_ROUTE_NOT_FOUND). On:
+    every operation a fault rule can name documents the statuses a rule can inject."""
+    paths = spec["paths"]
+    if not enabled:
+        for path in [p for p in paths if p.startswith(ADMIN_PREFIX)]:
+            del paths[path]
+        spec["tags"] = [t for t in spec.get("tags", []) if t["name"] != "admin"]
+        return
+    names = set(
+        spec["components"]["schemas"]["AdminFaultCreate"]["properties"]["operation"]["enum"]
+    )
+    for item in paths.values():
+        for operation in item.values():
+            if isinstance(operation, dict) and operation.get("operationId") in names:
+                for status, name in INJECTED_RESPONSES.items():
+                    operation["responses"].setdefault(
+                        status, {"$ref": f"#/components/responses/{name}"}
+                    )
 
 
 def create_app(settings: Settings | None = None) -> AsyncApp:
@@ -157,6 +197,7 @@ def middlewares(state: runtime.AppState) -> list[Any]:
             pipeline.OperationMiddleware,
             max_body_bytes=settings.max_body_bytes,
             version_headers=(pipeline.VERSION_HEADER, *settings.version_header_alias_list()),
+            fault_operations=fault_operations(settings),
         ),
         LifespanMiddleware,
     ]

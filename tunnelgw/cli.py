@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         help="header names accepted in place of Service-Version (comma-separated)",
     )
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
+    serve.add_argument(
+        "--admin-api",
+        action="store_true",
+        help="serve the admin API under /_admin/ (reset, fixtures, clock, faults) for tests",
+    )
     serve.add_argument("--seed", help="fixture file to load at start, once per account and file")
     serve.add_argument("--seed-account", help="account for --seed (default: the oldest one)")
     serve.set_defaults(run=_serve)
@@ -165,6 +170,8 @@ def _serve(args: argparse.Namespace) -> int:
             os.environ[variable] = str(value)
     if args.json_logs:
         os.environ["TUNNELGW_JSON_LOGS"] = "true"
+    if args.admin_api:
+        os.environ["TUNNELGW_ADMIN_API"] = "true"
     settings = _settings()
     logging.config.dictConfig(log_config(settings.log_level, json_logs=settings.json_logs))
     created = _with_database(_bootstrap)

@@ -86,7 +86,9 @@ class ErrorRenderer:
     def __call__(self, request: Any, exc: Exception) -> ConnexionResponse:
         error = to_api_error(exc, request.headers)
         op_id = operation_id(request.scope)
-        if error.code.status >= 500:
+        if error.details.get("injected"):  # a fault rule's answer (admin API), not a failure
+            log.info("%s %s: %s (%s)", request.method, request.url.path, error.msg, op_id)
+        elif error.code.status >= 500:
             log.error(
                 "%s %s failed (%s): %r", request.method, request.url.path, op_id, exc, exc_info=exc
             )

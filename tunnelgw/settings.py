@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     # rule: for client libraries that send the version under another name. Default none.
     version_header_aliases: str = ""
     json_logs: bool = False
+    # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
+    admin_api: bool = False
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
