@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select
 from sqlmodel import col
 
 from models import Account, FaultRule
-from tunnelgw import auth, db, faults, fixtures, ids, pipeline, runtime, timefmt
+from tunnelgw import auth, db, faults, ids, lazy, pipeline, runtime, timefmt
 from tunnelgw.auth import Caller
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.resources import Body
+
+# The fixture loader (and with it `cryptography`) loads at the first fixture request.
+if TYPE_CHECKING:
+    from tunnelgw import fixtures
+else:
+    fixtures = lazy.module("tunnelgw.fixtures")
 
 FIXTURE_NAME = "request body"  # how problem positions name the document
 MAX_YEAR = 9000  # the clock stays where every timestamp can still be written

@@ -104,7 +104,8 @@ def test_reset_empties_the_account_and_keeps_its_credentials(admin, other):
     assert body["deleted"]["http_response_backend"] == 1
     assert body["deleted"]["reserved_domain"] == 1
     assert body["deleted"]["fault_rule"] == 1
-    assert "api_key" not in body["deleted"] and "principal" not in body["deleted"]
+    assert "api_key" not in body["deleted"]
+    assert "principal" not in body["deleted"]
     assert admin.get(HRB).json()["backends"] == []  # the same token still works
     assert admin.get("/_admin/clock").json()["offset_seconds"] == 0
     assert admin.get("/_admin/faults").json() == {"faults": []}
