@@ -1,7 +1,8 @@
 """The application factory: Connexion AsyncApp on `openapi.yaml`, our validators, error
 rendering and middlewares. The app owns its settings, database and key-encryption key (an
 `AppState`, activated per request); it installs no process globals, so several apps can live
-in one process.
+in one process. The one exception is the id generator's seed (`id_seed`), process-wide by
+nature: an app applies it when it starts, unless the process already runs with that seed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, logconfig, middleware, pipeline, routing, runtime
+from tunnelgw import db, ids, logconfig, middleware, pipeline, routing, runtime
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -117,6 +118,8 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         token = runtime.activate(state)
+        # `tunnelgw serve` seeded before its bootstrap and fixture load: their ids continue.
+        ids.ensure_seeded(settings.id_seed)
         # `tunnelgw serve` created the key file before the workers started.
         state.kek = keys.load_or_create_kek(settings)
         logconfig.lean_records()

@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     seed: Path | None = None
     seed_account: str | None = None
 
+    # Deterministic runs (see the README): repeatable ids and tokens from this seed, per
+    # process (tunnelgw.ids); `serve` refuses it with several workers.
+    id_seed: str | None = None
+
     @field_validator("tcp_host_pattern")
     @classmethod
     def _host_pattern(cls, value: str) -> str:
