@@ -11,21 +11,18 @@ so nothing of the operation is done.
 from __future__ import annotations
 
 import asyncio
-import random
 from datetime import timedelta
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlmodel import col
 
 from models import FaultRule
-from tunnelgw import db
+from tunnelgw import db, ids
 from tunnelgw.db import Query
 from tunnelgw.errors import ApiError, Code
 
 MAX_RULES = 100
 STATUS_CODES = {429: Code.RATE_LIMITED, 500: Code.INTERNAL, 503: Code.SERVICE_UNAVAILABLE}
-
-_random = random.Random()  # noqa: S311 - a share of requests, not a secret
 
 _RULES = Query(
     select(FaultRule)
@@ -53,7 +50,7 @@ async def apply(account_id: str, operation_id: str) -> None:
     async with db.read() as unit:
         rules = (await unit.exec(_RULES, {"account": account_id, "operation": operation_id})).all()
     for rule in rules:
-        if rule.probability < 1 and _random.random() >= rule.probability:
+        if rule.probability < 1 and ids.random_source("faults").random() >= rule.probability:
             continue
         if rule.remaining is not None and not await _take(rule.id):
             continue  # another request took its last hit
