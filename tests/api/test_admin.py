@@ -360,3 +360,23 @@ def test_the_spec_lists_every_operation_a_rule_can_name() -> None:
     ]
     assert named == secured
     assert orjson.dumps(named)  # plain strings
+
+
+def test_escaped_characters_outside_the_bmp_load_as_sent(admin):
+    text = (
+        b'{"version": 1, "api": {"http_response_backends": '
+        b'[{"ref": "b", "body": "\\ud83d\\ude00"}]}}'
+    )
+    answer = admin.post(
+        "/_admin/fixtures", content=text, headers={"Content-Type": "application/json"}
+    )
+    assert answer.status_code == 200, answer.text
+    backend = admin.get(f"{HRB}/{answer.json()['labels']['b']}").json()
+    assert backend["body"] == "\U0001f600"
+    # An unknown key is named in the message as it was meant.
+    bad = b'{"version": 1, "\\ud83d\\ude00x": 1}'
+    answer = admin.post(
+        "/_admin/fixtures", content=bad, headers={"Content-Type": "application/json"}
+    )
+    body = assert_error(answer, 400, "ERR_INVALID_FIXTURE")
+    assert "\U0001f600x" in body["msg"]

@@ -450,3 +450,12 @@ def test_cloud_endpoints_and_endpoint_principals(database, tmp_path):
     )
     summary = fixtures.load(path, settings, account)
     assert summary["counts"]["endpoints"] == 1
+
+
+def test_json_surrogate_pair_escapes_are_one_character_and_lone_ones_an_error():
+    """The YAML parser decodes `\\uD83D\\uDE00` escape by escape; the loader joins the pair
+    (a JSON document means the emoji) and refuses a lone surrogate, as JSON bodies do."""
+    doc = fixture_schema.parse(b'{"version": 1, "k\\ud83d\\ude00": "v\\ud83d\\ude00"}', "f.json")
+    assert doc.data == {"version": 1, "k\U0001f600": "v\U0001f600"}
+    with pytest.raises(FixtureError, match=r"f.json:1:21: .*lone UTF-16 surrogate"):
+        fixture_schema.parse(b'{"version": 1, "k": "v\\ud83d"}', "f.json")
