@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import weakref
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
@@ -102,7 +103,7 @@ def _free_port() -> int:
 def _package_root() -> str:
     """The directory holding the `tunnelgw` package imported here (and its siblings
     `handlers` and `models`)."""
-    return str(Path(__file__).resolve().parents[2])
+    return str(Path(__file__).absolute().parents[2])
 
 
 def setting_names() -> frozenset[str]:
@@ -274,7 +275,8 @@ class TunnelgwServer:
     # Life cycle.
 
     def __enter__(self) -> Self:
-        return self.start()
+        """Start the server unless start() was called already; stop it at the block's end."""
+        return self.start() if self._data_dir is None else self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -653,11 +655,17 @@ def _fixture_source(fixture: str | os.PathLike[str]) -> tuple[bytes, str]:
 def _checked_document(text: bytes, name: str) -> Any:
     """The fixture's data as the server will read it, after the local check
     (tunnelgw.fixtures.FixtureError lists every problem as FILE:LINE:COLUMN)."""
-    from tunnelgw import fixtures
-    from tunnelgw.fixtures import schema
+    with warnings.catch_warnings():
+        # The loader imports Connexion, which warns at import (jsonschema's RefResolver,
+        # Starlette's test client with httpx): not the user's to see, even under a
+        # `filterwarnings = error` of their test suite.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from tunnelgw import fixtures
+        from tunnelgw.fixtures import schema
 
-    fixtures.check(text, name)
-    return schema.parse(text, name).data
+        fixtures.check(text, name)
+        return schema.parse(text, name).data
 
 
 def _parse_time(value: str) -> datetime:
