@@ -193,6 +193,128 @@ def test_admin_methods(kit_server, tmp_path):
     kit_server.reset()
 
 
+def _mocked(answer):
+    """A TunnelgwServer whose admin calls go to `answer(request) -> httpx.Response` (the
+    interface of the admin API, checked here without a server), and the requests seen."""
+    server = TunnelgwServer()
+    server._port, server._token, server._account_id = 1, "tgw_x", "acct_x"
+    seen: list[tuple[str, str, object]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        seen.append((request.method, request.url.path, body))
+        assert request.headers["Authorization"] == "Bearer tgw_x"
+        assert request.headers["Service-Version"] == "2"
+        return answer(request)
+
+    server._http = server.client(transport=httpx.MockTransport(handler))
+    return server, seen
+
+
+def test_admin_calls_follow_the_interface(tmp_path):
+    rule = {"id": "flt_1", "operation": "reserved_domains.create", "status": 503, "remaining": 2}
+    clock = {"now": "2030-01-01T00:00:00Z", "offset_seconds": 60}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        match request.method, request.url.path:
+            case "POST", "/_admin/reset":
+                return httpx.Response(200, json={"account_id": "acct_x", "deleted": {}})
+            case "POST", "/_admin/fixtures":
+                return httpx.Response(200, json={"account_id": "acct_x", "labels": {}})
+            case (_, "/_admin/clock"):
+                return httpx.Response(200, json=clock)
+            case "POST", "/_admin/faults":
+                return httpx.Response(201, json=rule)
+            case "GET", "/_admin/faults":
+                return httpx.Response(200, json={"faults": [rule]})
+            case "DELETE", "/_admin/faults":
+                return httpx.Response(204)
+        return httpx.Response(404, json={"error_code": "ERR_ROUTE_NOT_FOUND", "msg": "No."})
+
+    server, seen = _mocked(answer)
+    world = tmp_path / "world.yaml"
+    world.write_text(WORLD + "    started_at: 2026-01-02T03:04:05Z\n")
+    document = {
+        "version": 1,
+        "tunnels": [
+            {
+                "ref": "kit-tunnel",
+                "metadata": '{"kit": true}',
+                "forwards_to": "http://localhost:3000",
+                "started_at": "2026-01-02T03:04:05Z",  # a YAML timestamp stays a string
+            }
+        ],
+    }
+    assert server.reset() == {"account_id": "acct_x", "deleted": {}}
+    for fixture in (world, str(world), world.read_text()):
+        assert server.load(fixture)["account_id"] == "acct_x"
+        assert seen[-1] == ("POST", "/_admin/fixtures", document)
+    server.load({"version": 1, "when": datetime(2030, 1, 1)})  # sent as given, times RFC 3339
+    assert seen[-1][2] == {"version": 1, "when": "2030-01-01T00:00:00Z"}
+    moved = datetime(2030, 1, 1, tzinfo=UTC)
+    assert server.advance(60) == moved
+    assert server.set_time(datetime(2030, 1, 1)) == moved
+    assert server.set_time("2030-01-01T00:00:00Z") == moved
+    assert server.reset_clock() == moved
+    assert server.now() == moved
+    assert server.fault("reserved_domains.create", status=503, count=2) == rule
+    server.fault("api_keys.list", latency_ms=250, probability=0.5)
+    assert server.faults() == [rule]
+    server.clear_faults()
+    assert seen[1:] == [
+        *[("POST", "/_admin/fixtures", document)] * 3,
+        ("POST", "/_admin/fixtures", {"version": 1, "when": "2030-01-01T00:00:00Z"}),
+        ("POST", "/_admin/clock", {"advance_seconds": 60}),
+        ("POST", "/_admin/clock", {"set": "2030-01-01T00:00:00Z"}),
+        ("POST", "/_admin/clock", {"set": "2030-01-01T00:00:00Z"}),
+        ("POST", "/_admin/clock", {"reset": True}),
+        ("GET", "/_admin/clock", None),
+        ("POST", "/_admin/faults", {"operation": "reserved_domains.create", "status": 503,
+                                    "count": 2}),
+        ("POST", "/_admin/faults", {"operation": "api_keys.list", "latency_ms": 250,
+                                    "probability": 0.5}),
+        ("GET", "/_admin/faults", None),
+        ("DELETE", "/_admin/faults", None),
+    ]  # fmt: skip
+    assert seen[0] == ("POST", "/_admin/reset", None)
+    server.stop()  # closes the client
+
+
+def test_admin_errors_raise_tunnelgw_error(tmp_path):
+    invalid = {
+        "error_code": "ERR_INVALID_FIXTURE",
+        "status_code": 400,
+        "msg": "The fixture cannot be loaded.",
+        "details": {"operation_id": "op_1", "issues": ["<body>:1:1: $.x: unknown"]},
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/_admin/fixtures":
+            return httpx.Response(400, json=invalid)
+        if request.url.path == "/_admin/clock":
+            return httpx.Response(200, json=["not", "an", "object"])
+        return httpx.Response(502, text="Bad Gateway")
+
+    server, _ = _mocked(answer)
+    with pytest.raises(TunnelgwError) as caught:
+        server.load({"version": 1, "x": 1})
+    assert (caught.value.status, caught.value.error_code) == (400, "ERR_INVALID_FIXTURE")
+    assert caught.value.details["issues"] == ["<body>:1:1: $.x: unknown"]
+    assert caught.value.body == invalid
+    with pytest.raises(TunnelgwError, match=r"POST /_admin/reset: 502: Bad Gateway"):
+        server.reset()
+    with pytest.raises(TunnelgwError, match=r"GET /_admin/clock: 200: \['not'"):
+        server.now()
+    # A file is checked here first: its problems name its lines.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ntunnels:\n  - refx: x\n")
+    with pytest.raises(FixtureError, match=f"{bad}:3:"):
+        server.load(bad)
+    with pytest.raises(FixtureError, match="<fixture text>:3:"):
+        server.load(bad.read_text())
+    server.stop()
+
+
 def test_a_bad_fixture_fails_before_the_server_starts(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\ntunnels:\n  - refx: x\n")
@@ -578,3 +700,30 @@ def test_plugin_reset_clock_and_faults(kit, tmp_path):
     report = done.stdout + done.stderr
     assert done.returncode == 0, report
     assert "5 passed" in report, report
+
+
+def _readme_example() -> str:
+    """The complete test file of the README's "Testing your code against tunnelgw"."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Testing your code against tunnelgw") :]
+    section = section[section.index("A complete test file") :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```\n", start)]
+
+
+def test_the_readme_example_is_a_test_file():
+    example = _readme_example()
+    compile(example, "test_reservations.py", "exec")
+    assert "def test_" in example
+
+
+@needs_admin_api
+def test_the_readme_example_passes(kit, tmp_path):
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (folder / "test_reservations.py").write_text(_readme_example())
+    done = kit.pytest(folder)
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    assert "4 passed" in report, report
