@@ -15,16 +15,17 @@ skipped while openapi.yaml has no such paths.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import tomllib
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -337,6 +338,39 @@ def test_settings_are_checked_by_name():
             TunnelgwServer(**{managed: "x"})
 
 
+def test_values_and_leftovers(tmp_path):
+    from pydantic import SecretStr
+
+    from tunnelgw.testing import server as module
+
+    assert [module._env_value(v) for v in (True, False, SecretStr("k"), ("a", "b"), 1.5)] == [
+        "true",
+        "false",
+        "k",
+        "a,b",
+        "1.5",
+    ]
+    assert json.dumps([date(2030, 1, 2), tmp_path], default=module._json_default) == json.dumps(
+        ["2030-01-02", str(tmp_path)]
+    )
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json.dumps({1j}, default=module._json_default)
+    assert module._read_log(tmp_path / "missing") == ""
+    assert module._log_tail(tmp_path / "missing") == (b"", 0)
+    assert module._exited(1)  # not our child
+    # A forked copy of the test process leaves the server and its directory alone.
+    assert module._shutdown(-1, None, None, tmp_path, 1.0) is None
+    assert tmp_path.exists()
+
+
+def test_async_client(kit_server):
+    async def main() -> int:
+        async with kit_server.async_client() as client:
+            return (await client.get("/api_keys")).status_code
+
+    assert asyncio.run(main()) == 200
+
+
 def test_not_started():
     server = TunnelgwServer()
     assert repr(server) == "<TunnelgwServer (not started)>"
@@ -347,7 +381,10 @@ def test_not_started():
 
 
 def test_a_failed_start_raises_with_the_log_tail():
-    server = TunnelgwServer(tcp_port_min=30000, tcp_port_max=20000)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = TunnelgwServer(port=port, tcp_port_min=30000, tcp_port_max=20000)
     with pytest.raises(TunnelgwStartError) as caught:
         server.start()
     message = str(caught.value)
@@ -355,8 +392,19 @@ def test_a_failed_start_raises_with_the_log_tail():
     assert "tunnelgw server log (tail)" in message
     assert "tcp_port_min must not be greater than tcp_port_max" in message
     assert "tcp_port_min must not be greater" in server.log_text()  # kept after the stop
+    assert server.log_position() == len(server.log_text().encode())
     assert not server.data_dir.exists()
     assert not _alive(server.pid)
+    assert not server.running
+    with pytest.raises(RuntimeError, match="started already"):
+        server.start()
+
+
+def test_a_database_that_cannot_be_opened():
+    server = TunnelgwServer(database_url="sqlite:////nonexistent/dir/x.db")
+    with pytest.raises(TunnelgwStartError, match="`tunnelgw accounts create` failed"):
+        server.start()
+    assert not server.data_dir.exists()
 
 
 def test_a_start_that_times_out_is_stopped():
@@ -365,6 +413,22 @@ def test_a_start_that_times_out_is_stopped():
         server.start()
     assert not server.data_dir.exists()
     assert not _alive(server.pid)
+
+
+def test_a_port_taken_before_the_bind_is_retried(monkeypatch):
+    from tunnelgw.testing import server as module
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        ports = iter([busy.getsockname()[1]])
+        free = module._free_port
+        monkeypatch.setattr(module, "_free_port", lambda: next(ports, None) or free())
+        with TunnelgwServer() as server:
+            assert server.port != busy.getsockname()[1]
+            assert "address already in use" in server.log_text()
+            assert server.log_text().count("$ tunnelgw serve --port") == 2
+            assert server.account_id.startswith("acct_")  # from the first attempt's banner
 
 
 def test_a_given_database_gets_a_fresh_account(tmp_path):
@@ -392,10 +456,15 @@ def test_a_given_database_gets_a_fresh_account(tmp_path):
     class DoneError(Exception):
         pass
 
-    with pytest.raises(DoneError), TunnelgwServer(database_url=url) as server:  # noqa: PT012
+    world = yaml.safe_load(WORLD)
+    with (  # noqa: PT012
+        pytest.raises(DoneError),
+        TunnelgwServer(database_url=url, fixture=world) as server,
+    ):
         assert server.database_url == url
         assert server.account_id != other["account_id"]
         with server.client() as client:
+            assert len(client.get("/tunnels").json()["tunnels"]) == 1  # into our account
             theirs = client.post(
                 "/reserved_domains", json={"domain": domain}, headers=other_headers
             )
@@ -523,9 +592,12 @@ def _overlay(base: Path, env: dict[str, str]) -> Kit:
     tree.mkdir()
     for name in PACKAGES:
         (tree / name).symlink_to(ROOT / name, target_is_directory=True)
-    dependencies = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
-    # .pth files run in name order: the tree first, then this venv's dependencies (whose own
-    # .pth files, e.g. an editable install of another checkout, are not run).
+    # What this process imports from, but this checkout: the dependencies.
+    dependencies = dict.fromkeys(
+        path for path in sys.path if path and Path(path).is_dir() and Path(path).resolve() != ROOT
+    )
+    # .pth files run in name order: the tree first, then the dependencies (whose own .pth
+    # files, e.g. an editable install of another checkout, are not run).
     (site / "a_tunnelgw_tree.pth").write_text(f"{tree}\n")
     (site / "b_dependencies.pth").write_text("".join(f"{path}\n" for path in dependencies))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -544,6 +616,7 @@ def _overlay(base: Path, env: dict[str, str]) -> Kit:
 
 
 PLUGIN_TESTS = """\
+import asyncio
 import json
 import os
 from pathlib import Path

@@ -323,7 +323,9 @@ class TunnelgwServer:
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the server process is still there (without reaping it: see _exited)."""
+        proc = self._proc
+        return proc is not None and proc.returncode is None and not _exited(proc.pid)
 
     # What tests use.
 
@@ -567,6 +569,7 @@ class TunnelgwServer:
             ]
             log.write(f"$ tunnelgw serve --port {self._port}\n".encode())
             log.flush()
+            attempt_log = self.log_position()
             self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 command,
                 env=env,
@@ -580,8 +583,8 @@ class TunnelgwServer:
             try:
                 self._wait_ready()
                 return
-            except TunnelgwStartError as exc:
-                taken = _PORT_IN_USE in exc.log.lower() and self._proc.poll() is not None
+            except TunnelgwStartError:
+                taken = _PORT_IN_USE in self.log_text(since=attempt_log).lower()
                 if self._fixed_port or not taken or attempt == _PORT_ATTEMPTS - 1:
                     raise
                 # Another process took the free port between our probe and the bind.
@@ -601,7 +604,8 @@ class TunnelgwServer:
         deadline = time.monotonic() + self.startup_timeout
         with httpx.Client(timeout=2.0, trust_env=False) as probe:
             while True:
-                if self._proc.poll() is not None:
+                if _exited(self._proc.pid):
+                    _terminate(self._proc, self.stop_timeout)  # its workers too; reaped
                     raise TunnelgwStartError(
                         f"tunnelgw serve exited with status {self._proc.returncode} before "
                         "it was ready",
