@@ -12,6 +12,7 @@ from models.endpoint import Endpoint
 from models.endpoint_configuration import EndpointConfiguration
 from models.event_source import EventSource
 from models.event_subscription import EventSubscription
+from models.fault_rule import FaultRule
 from models.fixture_load import FixtureLoad
 from models.http_response_backend import HttpResponseBackend
 from models.issuing_authority import IssuingAuthority
@@ -38,6 +39,7 @@ __all__ = [
     "EndpointConfiguration",
     "EventSource",
     "EventSubscription",
+    "FaultRule",
     "FixtureLoad",
     "HttpResponseBackend",
     "IssuingAuthority",

@@ -17,3 +17,5 @@ class Account(Row, table=True):
     id: str = id_field(primary_key=True)
     name: str = ""
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
+    # The account's simulated clock (admin API): seconds added to the real time.
+    clock_offset_seconds: int = 0

@@ -3,13 +3,13 @@ at creation (tunnelgw.tcp_addrs) and unique across accounts; referenced by endpo
 
 from __future__ import annotations
 
-import secrets
 from typing import Any, ClassVar
 
 from sqlalchemy import Index, String, bindparam, select
 from sqlmodel import Field
 
 from models.base import DescribedResource
+from tunnelgw import ids
 from tunnelgw.db import Query, Unit
 
 
@@ -41,15 +41,17 @@ PROBES = 8
 
 
 async def free_port(unit: Unit, host: str, low: int, high: int) -> int | None:
-    """A free port of `low..high` on `host`, chosen at random; None if every one is taken.
-    (The unique index is the last word when two reservations race.)"""
+    """A free port of `low..high` on `host`, chosen at random (repeatably in seeded mode);
+    None if every one is taken. (The unique index is the last word when two reservations
+    race.)"""
+    source = ids.random_source("ports")
     for _ in range(PROBES):
-        port = low + secrets.randbelow(high - low + 1)
+        port = source.randint(low, high)
         if not await addr_taken(unit, host, port):
             return port
     taken = set((await unit.exec(_PORTS_OF_HOST, {"host": host})).all())
     free = [port for port in range(low, high + 1) if port not in taken]
-    return secrets.choice(free) if free else None
+    return source.choice(free) if free else None
 
 
 async def addr_taken(unit: Unit, host: str, port: int) -> bool:

@@ -28,7 +28,7 @@ from tests.factories import Factory
 from tests.openapi_check import SpecValidator
 from tests.stress.server import Server
 from tunnelgw import db, migrate
-from tunnelgw.app import create_app
+from tunnelgw.app import create_app, install_defaults, state_of
 from tunnelgw.crypto import keys
 from tunnelgw.settings import Settings
 
@@ -72,6 +72,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Setting
         # Certificate management jobs complete at the first read after they start.
         certificate_issue_delay_seconds=0,
         version_header_aliases=VERSION_HEADER_ALIAS,
+        admin_api=True,  # tests/api/test_admin.py; the other operations are unaffected
     )
 
 
@@ -106,6 +107,8 @@ def http(settings: Settings) -> Iterator[TestClient | LiveClient]:
         return
     app = create_app(settings)
     with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
+        # The factories write rows outside requests, on the app's database and KEK.
+        install_defaults(state_of(app))
         yield client
 
 
@@ -120,6 +123,7 @@ def _live(settings: Settings) -> Iterator[LiveClient]:
             "TUNNELGW_MAX_BODY_BYTES": str(settings.max_body_bytes),
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
             "TUNNELGW_VERSION_HEADER_ALIASES": VERSION_HEADER_ALIAS,
+            "TUNNELGW_ADMIN_API": "true",
         },
     )
     server.start()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -47,9 +48,14 @@ class HttpxResponse:
 
 
 class SpecValidator:
-    def __init__(self) -> None:
-        self.openapi = OpenAPI.from_file_path(str(SPEC_PATH))
-        raw = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+    def __init__(self, spec: dict[str, Any] | None = None) -> None:
+        """`openapi.yaml`, or a spec a server published (`/openapi.json`)."""
+        if spec is None:
+            self.openapi = OpenAPI.from_file_path(str(SPEC_PATH))
+            raw = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+        else:
+            self.openapi = OpenAPI.from_dict(spec)
+            raw = spec
         self._error = OAS30Validator(raw["components"]["schemas"]["Error"])
 
     def check(self, response: httpx.Response) -> None:

@@ -1,5 +1,8 @@
 """The application factory: Connexion AsyncApp on `openapi.yaml`, our validators, error
-rendering and middlewares, and the database opened in the lifespan.
+rendering and middlewares. The app owns its settings, database and key-encryption key (an
+`AppState`, activated per request); it installs no process globals, so several apps can live
+in one process. The one exception is the id generator's seed (`id_seed`), process-wide by
+nature: an app applies it when it starts, unless the process already runs with that seed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
-from tunnelgw import db, logconfig, middleware, pipeline, routing
+from tunnelgw import db, ids, logconfig, middleware, pipeline, routing, runtime
 from tunnelgw import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.errors import ApiError
@@ -33,7 +36,7 @@ from tunnelgw.settings import Settings
 
 SPEC_DIR = Path(__file__).resolve().parent
 SPEC_FILE = SPEC_DIR / "openapi.yaml"
-HANDLERS = "handlers"
+HANDLERS = pipeline.HANDLERS_PACKAGE
 
 
 class _OrjsonText:
@@ -63,17 +66,62 @@ def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
     schemas = spec["components"]["schemas"]
     enum = schemas["ReservedDomainCertPolicy"]["properties"]["authority"]["enum"]
     enum[:] = [settings.certificate_authority if value else value for value in enum]
+    _admin_api(spec, enabled=settings.admin_api)
     return spec
 
 
+ADMIN_PREFIX = "/_admin/"
+# What a fault rule can answer (AdminFaultCreate.status), documented on every operation a
+# rule can name while the admin API is on.
+INJECTED_RESPONSES = {
+    "429": "TooManyRequests",
+    "500": "InternalError",
+    "503": "ServiceUnavailable",
+}
+
+
+def fault_operations(settings: Settings) -> frozenset[str]:
+    """The operations fault rules can hit: none unless the admin API is on."""
+    if not settings.admin_api:
+        return frozenset()
+    schema = load_spec()["components"]["schemas"]["AdminFaultCreate"]
+    return frozenset(schema["properties"]["operation"]["enum"])
+
+
+def _admin_api(spec: dict[str, Any], *, enabled: bool) -> None:
+    """Off: the `/_admin/` paths and their tag are not served (404 ERR_ROUTE_NOT_FOUND). On:
+    every operation a fault rule can name documents the statuses a rule can inject."""
+    paths = spec["paths"]
+    if not enabled:
+        for path in [p for p in paths if p.startswith(ADMIN_PREFIX)]:
+            del paths[path]
+        spec["tags"] = [t for t in spec.get("tags", []) if t["name"] != "admin"]
+        return
+    names = set(
+        spec["components"]["schemas"]["AdminFaultCreate"]["properties"]["operation"]["enum"]
+    )
+    for item in paths.values():
+        for operation in item.values():
+            if isinstance(operation, dict) and operation.get("operationId") in names:
+                for status, name in INJECTED_RESPONSES.items():
+                    operation["responses"].setdefault(
+                        status, {"$ref": f"#/components/responses/{name}"}
+                    )
+
+
 def create_app(settings: Settings | None = None) -> AsyncApp:
-    """A ready-to-serve ASGI app; the database opens when the app starts."""
-    settings = tunnelgw_settings.use(settings or Settings())
+    """A ready-to-serve ASGI app with its own settings, database (connections open on first
+    use) and key-encryption key (loaded when the app starts, or at first use)."""
+    settings = settings or Settings()
+    state = runtime.AppState(settings, db.Database(settings.resolved_database_url()))
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        keys.init(settings)  # `tunnelgw serve` created it before the workers started
-        database = db.init(settings.resolved_database_url())
+        token = runtime.activate(state)
+        # `tunnelgw serve` seeded before its bootstrap and fixture load: their ids continue.
+        ids.ensure_seeded(settings.id_seed)
+        # `tunnelgw serve` created the key file before the workers started.
+        state.kek = keys.load_or_create_kek(settings)
         logconfig.lean_records()
         # What start-up built (spec, operations, validators, modules) lives as long as the
         # process: keep it out of the collector's full passes, which otherwise stall requests.
@@ -82,7 +130,8 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         try:
             yield
         finally:
-            await database.dispose()
+            await state.database.dispose()
+            runtime.deactivate(token)
 
     app = AsyncApp(
         __name__,
@@ -90,8 +139,10 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         lifespan=lifespan,
         jsonifier=Jsonifier(_OrjsonText),
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
-        middlewares=middlewares(settings),
+        middlewares=middlewares(state),
     )
+    state.app = app
+    app.tunnelgw_state = state
     spec = apply_settings(load_spec(), settings)
     with _shipped_spec():
         app.add_api(spec, resolver=RelativeResolver(HANDLERS), validate_responses=True)
@@ -117,14 +168,31 @@ def _shipped_spec() -> Iterator[None]:
             OpenAPISpecification._validate_spec = own
 
 
-def middlewares(settings: Settings) -> list[Any]:
+def state_of(app: Any) -> runtime.AppState:
+    """The state (settings, database, KEK) of an app made by `create_app`."""
+    state: runtime.AppState = app.tunnelgw_state
+    return state
+
+
+def install_defaults(state: runtime.AppState) -> None:
+    """Make an app's settings, database and KEK the process defaults, for code that runs
+    outside its requests (a test suite's factories); the app itself never does this."""
+    tunnelgw_settings.use(state.settings)
+    db.use(state.database)
+    keys.use(state.kek if state.kek is not None else keys.load_or_create_kek(state.settings))
+
+
+def middlewares(state: runtime.AppState) -> list[Any]:
     """Connexion's middleware list: its error handling, Swagger UI, routing and lifespan, our
-    request context (operation id, access log, metrics) outside the error handling, and our
-    per-operation pipeline (tunnelgw.pipeline) in place of Connexion's security, validation and
-    context layers."""
+    request context (the app's state, operation id, access log, metrics) outside the error
+    handling, and our per-operation pipeline (tunnelgw.pipeline) in place of Connexion's
+    security, validation and context layers."""
+    settings = state.settings
     return [
         ServerErrorMiddleware,
-        functools.partial(middleware.RequestContext, public_url=settings.resolved_public_url()),
+        functools.partial(
+            middleware.RequestContext, public_url=settings.resolved_public_url(), state=state
+        ),
         ExceptionMiddleware,
         routing.SwaggerUIMiddleware,
         routing.RoutingMiddleware,
@@ -132,6 +200,7 @@ def middlewares(settings: Settings) -> list[Any]:
             pipeline.OperationMiddleware,
             max_body_bytes=settings.max_body_bytes,
             version_headers=(pipeline.VERSION_HEADER, *settings.version_header_alias_list()),
+            fault_operations=fault_operations(settings),
         ),
         LifespanMiddleware,
     ]

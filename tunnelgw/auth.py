@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlmodel import col
 
-from models import ApiKey, Principal
-from tunnelgw import db, ids, pipeline
+from models import Account, ApiKey, Principal
+from tunnelgw import db, ids, pipeline, timefmt
 from tunnelgw.db import Query
 from tunnelgw.errors import ApiError, Code
 
@@ -51,7 +52,9 @@ async def bearer_info(token: str) -> dict[str, Any]:
         row = (await unit.exec(_BY_TOKEN_HASH, {"digest": digest})).first()
     if row is None or not hmac.compare_digest(row[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
-    _, key_id, principal_id, account_id, is_admin = row
+    _, key_id, principal_id, account_id, is_admin, clock_offset = row
+    # The account's simulated clock (admin API) holds for the rest of the request.
+    timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
     return {"sub": principal_id, "caller": Caller(account_id, principal_id, is_admin, key_id)}
 
 
@@ -62,8 +65,10 @@ _BY_TOKEN_HASH = Query(
         col(Principal.id),
         col(Principal.account_id),
         col(Principal.is_admin),
+        col(Account.clock_offset_seconds),
     )
     .join(Principal, col(Principal.id) == col(ApiKey.owner_id))
+    .join(Account, col(Account.id) == col(Principal.account_id))
     .where(col(ApiKey.token_hash) == bindparam("digest"))
 )
 

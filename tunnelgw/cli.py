@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tunnelgw import __version__, accounts, db, lazy, migrate, records
+from tunnelgw import __version__, accounts, db, ids, lazy, migrate, records
 from tunnelgw.crypto import keys
 from tunnelgw.db import Database
 from tunnelgw.logconfig import log_config
@@ -40,6 +40,7 @@ SERVE_FLAGS = {
     "version_header_alias": "TUNNELGW_VERSION_HEADER_ALIASES",
     "seed": "TUNNELGW_SEED",
     "seed_account": "TUNNELGW_SEED_ACCOUNT",
+    "deterministic_ids": "TUNNELGW_ID_SEED",
 }
 
 
@@ -64,8 +65,18 @@ def _parser() -> argparse.ArgumentParser:
         help="header names accepted in place of Service-Version (comma-separated)",
     )
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
+    serve.add_argument(
+        "--admin-api",
+        action="store_true",
+        help="serve the admin API under /_admin/ (reset, fixtures, clock, faults) for tests",
+    )
     serve.add_argument("--seed", help="fixture file to load at start, once per account and file")
     serve.add_argument("--seed-account", help="account for --seed (default: the oldest one)")
+    serve.add_argument(
+        "--deterministic-ids",
+        metavar="SEED",
+        help="repeatable ids and tokens for a repeated request sequence (one worker only)",
+    )
     serve.set_defaults(run=_serve)
 
     seed = sub.add_parser("seed", help="load a fixture file (YAML or JSON) into an account")
@@ -165,7 +176,18 @@ def _serve(args: argparse.Namespace) -> int:
             os.environ[variable] = str(value)
     if args.json_logs:
         os.environ["TUNNELGW_JSON_LOGS"] = "true"
+    if args.admin_api:
+        os.environ["TUNNELGW_ADMIN_API"] = "true"
     settings = _settings()
+    if settings.id_seed and settings.workers > 1:
+        print(
+            "tunnelgw: --deterministic-ids (TUNNELGW_ID_SEED) needs --workers 1: each worker "
+            "process would repeat the same ids, and requests interleave across them",
+            file=sys.stderr,
+        )
+        return 2
+    # The bootstrap and the fixture load are the start of the repeatable sequence.
+    ids.ensure_seeded(settings.id_seed)
     logging.config.dictConfig(log_config(settings.log_level, json_logs=settings.json_logs))
     created = _with_database(_bootstrap)
     _prepare_kek(settings)
@@ -177,6 +199,14 @@ def _serve(args: argparse.Namespace) -> int:
             f"  token (shown once): {created.token}\n"
             f"  try: curl -H 'Authorization: Bearer {created.token}' "
             f"-H 'Service-Version: 2' {base}/api_keys",
+            flush=True,
+        )
+    elif settings.id_seed:
+        print(
+            "tunnelgw: warning: --deterministic-ids on a database that already has accounts: "
+            "the ids and tokens of an earlier run with this seed come again and collide with "
+            "its rows; start from an empty database for repeatable runs",
+            file=sys.stderr,
             flush=True,
         )
     if settings.seed is not None:

@@ -35,7 +35,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
 
-from tunnelgw import records
+from tunnelgw import records, runtime
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.records import Record
 
@@ -482,14 +482,20 @@ class _SharedReads:
             self._conn = _PgConnection(await self._lease.__aenter__())
         return self._conn
 
+    async def release(self) -> None:
+        """Give the connection back now; a later unit of the request takes one again."""
+        if self._lease is not None:
+            lease, self._lease, self._conn = self._lease, None, None
+            await lease.__aexit__(None, None, None)
+
     async def __aenter__(self) -> None:
         self._token = _shared.set(self)
 
     async def __aexit__(self, *exc: Any) -> None:
         _shared.reset(self._token)
         if self._lease is not None:
-            self._conn = None
-            await self._lease.__aexit__(*exc)
+            lease, self._lease, self._conn = self._lease, None, None
+            await lease.__aexit__(*exc)
 
 
 class _NoScope:
@@ -601,13 +607,24 @@ _current: Database | None = None
 
 
 def init(url: str) -> Database:
-    """Make `url` the process's database (called by the app's lifespan)."""
+    """Make a database on `url` the process default (for code outside requests: scripts,
+    tests); apps hold their own (tunnelgw.runtime)."""
+    return use(Database(url))
+
+
+def use(database: Database) -> Database:
+    """Make `database` the process default."""
     global _current
-    _current = Database(url)
-    return _current
+    _current = database
+    return database
 
 
 def current() -> Database:
+    """The database of the app serving the current request; outside a request the process
+    default."""
+    state = runtime.active()
+    if state is not None:
+        return state.database
     if _current is None:
         raise RuntimeError("database not initialised")
     return _current
@@ -623,6 +640,15 @@ def request_scope() -> _SharedReads | _NoScope:
     connection (SQLite's units use the process's connections anyway)."""
     database = current()
     return _NO_SCOPE if database.is_sqlite else _SharedReads(database)
+
+
+async def release_request_connection() -> None:
+    """Inside a request on PostgreSQL: give the request's connection back to the pool before
+    waiting on work that needs connections of its own (the fixture loader's in-process
+    requests); no-op elsewhere."""
+    shared = _shared.get()
+    if shared is not None:
+        await shared.release()
 
 
 def write() -> _WriteScope:

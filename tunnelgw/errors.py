@@ -57,6 +57,7 @@ class Code(enum.Enum):
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
+    INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
     # 400: list filters (tunnelgw.filtering); the message gives the column.
     FILTER_SYNTAX = (400, "The filter is not a valid expression.")
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
@@ -82,6 +83,8 @@ class Code(enum.Enum):
     NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
+    # 429: only ever injected by a fault rule of the admin API.
+    RATE_LIMITED = (429, "Too many requests; retry later.")
     # 5xx: our fault.
     INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
     SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")

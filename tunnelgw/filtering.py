@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import cel
 
+from tunnelgw import timefmt
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.filter_check import Checker, error, parse_duration, parse_timestamp
 
@@ -94,7 +95,7 @@ def compile_filter(
         cel.compile(expression)
     except ValueError as exc:
         raise _syntax_error(expression, str(exc)) from None
-    checker = Checker(expression, item_schema, spec or {}, now or datetime.now(UTC))
+    checker = Checker(expression, item_schema, spec or {}, now or timefmt.now())
     checker.check()
     paths = [(name, path, ts) for path, (name, ts) in checker.paths.items()]
     return Filter(cel.compile(checker.rewritten()), paths, checker.constants)

@@ -1,6 +1,7 @@
-"""`RequestContext`, the outermost of our layers in Connexion's stack: gives each request an
-`op_` operation id (logged, sent as `Operation-Id`, put in error bodies), sets the public base
-URL, counts the request in the metrics and writes the access log. Everything else a request
+"""`RequestContext`, the outermost of our layers in Connexion's stack: activates the app's
+state (settings, database, KEK: tunnelgw.runtime), gives each request an `op_` operation id
+(logged, sent as `Operation-Id`, put in error bodies), sets the public base URL, counts the
+request in the metrics and writes the access log. Everything else a request
 goes through is in tunnelgw.pipeline.
 """
 
@@ -11,10 +12,13 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tunnelgw import ids, metrics, urls
+from tunnelgw import ids, metrics, runtime, urls
 
 OPERATION_ID_KEY = "tunnelgw.operation_id"
 VERSION_HEADER = "service-version"
+# Polled at moments that depend on timing: their operation ids do not shift the others' in a
+# deterministic run (tunnelgw.ids).
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 SUPPORTED_VERSION = "2"
 
 access_log = logging.getLogger("tunnelgw.access")
@@ -24,7 +28,8 @@ def operation_id(scope: Scope) -> str:
     """The request's `op_` id (made on first use for requests that bypass RequestContext)."""
     found = scope.get(OPERATION_ID_KEY)
     if found is None:
-        found = scope[OPERATION_ID_KEY] = ids.new_operation_id()
+        probe = scope.get("path") in PROBE_PATHS
+        found = scope[OPERATION_ID_KEY] = ids.new_operation_id(probe=probe)
     return str(found)
 
 
@@ -36,14 +41,18 @@ def spec_operation(scope: Scope) -> str | None:
 
 
 class RequestContext:
-    def __init__(self, app: ASGIApp, *, public_url: str | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, public_url: str | None = None, state: runtime.AppState
+    ) -> None:
         self.app = app
         self.public_url = public_url
+        self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        token = runtime.activate(self.state)
         op_id = operation_id(scope)
         # Connexion's router annotates a shallow copy of the scope; a shared `extensions` dict
         # lets us read which operation it routed to (uvicorn's scope has none of its own).
@@ -63,6 +72,7 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            runtime.deactivate(token)
             elapsed = time.perf_counter() - started
             operation = spec_operation(scope)
             metrics.observe(operation, scope["method"], status, elapsed)

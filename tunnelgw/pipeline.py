@@ -37,10 +37,11 @@ from jsonschema.exceptions import best_match
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tunnelgw import db, validation
+from tunnelgw import db, faults, validation
 from tunnelgw.errors import ApiError, Code
 
 VERSION_HEADER = "Service-Version"
+HANDLERS_PACKAGE = "handlers"  # operationIds resolve relative to it (tunnelgw.app)
 SUPPORTED_VERSION = "2"
 JSON = "application/json"
 _INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only (int() takes far more)
@@ -48,6 +49,10 @@ _MISSING = object()
 
 # The token info of the current request's caller (set by the security step).
 token_info: ContextVar[dict[str, Any] | None] = ContextVar("tunnelgw_token_info", default=None)
+# The request body as sent (for handlers that report positions in it: the admin fixtures).
+raw_body: ContextVar[bytes] = ContextVar("tunnelgw_raw_body", default=b"")
+# A scope key the fixture loader's in-process requests carry: fault rules leave them alone.
+INTERNAL = "tunnelgw.internal"
 
 
 class Compiled:
@@ -134,8 +139,13 @@ class Operation:
         validate_responses: bool,
         max_body_bytes: int,
         version_headers: tuple[str, ...],
+        fault_operations: frozenset[str] = frozenset(),
     ) -> None:
         self.operation_id = operation.operation_id
+        # The spec's operationId (Connexion's is the resolved handler, `handlers.<id>`).
+        self.spec_operation_id = operation.operation_id.removeprefix(HANDLERS_PACKAGE + ".")
+        # Fault rules (admin API on) may hit this operation.
+        self.faults = self.spec_operation_id in fault_operations
         self.handler = operation.function
         signature = inspect.signature(self.handler)
         arguments = set(signature.parameters)
@@ -172,6 +182,9 @@ class Operation:
                     _check_echoes(body, scope.get("path_params", {}), self.echoes)
                 if self.takes_body:
                     kwargs["body"] = body
+            if self.faults and not scope.get(INTERNAL):
+                caller = (token_info.get() or {})["caller"]
+                await faults.apply(caller.account_id, self.spec_operation_id)
             result = await self.handler(**kwargs)
         await self._respond(result, send)
 
@@ -375,6 +388,7 @@ class _Body:
                 f"Content-Type {mime[:64]!r} is not supported; send {', '.join(self.consumes)}.",
             )
         raw = await _receive_all(receive, limit)
+        raw_body.set(raw)
         if not raw:
             if self.required:
                 raise ApiError(Code.INVALID_BODY, "This operation needs a JSON object body.")
@@ -458,6 +472,7 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
         validate_responses: bool = True,
         max_body_bytes: int,
         version_headers: tuple[str, ...] = (VERSION_HEADER,),
+        fault_operations: frozenset[str] = frozenset(),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -465,6 +480,7 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
             "validate_responses": bool(validate_responses),
             "max_body_bytes": max_body_bytes,
             "version_headers": version_headers,
+            "fault_operations": fault_operations,
         }
         self.add_paths()
 

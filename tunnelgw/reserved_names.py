@@ -3,10 +3,9 @@ pure rules over the request's `name`/`domain` and the settings (no database)."""
 
 from __future__ import annotations
 
-import secrets
 import string
 
-from tunnelgw import hostnames
+from tunnelgw import hostnames, ids
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.settings import Settings
 
@@ -59,8 +58,9 @@ def is_service_subdomain(domain: str, settings: Settings) -> bool:
 
 
 def random_target(suffix: str) -> str:
-    """`<20 random lower-case letters and digits>.<suffix>`."""
-    label = "".join(secrets.choice(TARGET_ALPHABET) for _ in range(TARGET_LENGTH))
+    """`<20 random lower-case letters and digits>.<suffix>` (repeatable in seeded mode)."""
+    source = ids.random_source("dns_targets")
+    label = "".join(source.choice(TARGET_ALPHABET) for _ in range(TARGET_LENGTH))
     return f"{label}.{suffix}"
 
 

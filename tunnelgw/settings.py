@@ -9,6 +9,8 @@ from typing import Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tunnelgw import runtime
+
 
 class Settings(BaseSettings):
     """Every setting of the server; see the README's configuration table."""
@@ -30,6 +32,8 @@ class Settings(BaseSettings):
     # rule: for client libraries that send the version under another name. Default none.
     version_header_aliases: str = ""
     json_logs: bool = False
+    # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
+    admin_api: bool = False
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
@@ -63,6 +67,10 @@ class Settings(BaseSettings):
     # admin principal.
     seed: Path | None = None
     seed_account: str | None = None
+
+    # Deterministic runs (see the README): repeatable ids and tokens from this seed, per
+    # process (tunnelgw.ids); `serve` refuses it with several workers.
+    id_seed: str | None = None
 
     @field_validator("tcp_host_pattern")
     @classmethod
@@ -144,12 +152,17 @@ _current: Settings | None = None
 
 
 def use(settings: Settings) -> Settings:
-    """Make `settings` the process's settings (the app factory and the CLI call this)."""
+    """Make `settings` the process default (for code that runs outside a request: the CLI,
+    scripts, tests); apps hold their own (tunnelgw.runtime)."""
     global _current
     _current = settings
     return settings
 
 
 def current() -> Settings:
-    """The process's settings; defaults and environment when none were installed."""
+    """The settings of the app serving the current request; outside a request the process
+    default (defaults and environment when none was installed)."""
+    state = runtime.active()
+    if state is not None:
+        return state.settings
     return _current if _current is not None else use(Settings())

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from contextvars import ContextVar
+from datetime import UTC, datetime, timedelta
+
+# The simulated clock of the account the current request runs for (the admin API's
+# `POST /_admin/clock`): set by authentication from the account row, so every worker of a
+# database agrees. Everything time-driven reads the time through `now()`/`utcnow()`.
+clock_offset: ContextVar[timedelta | None] = ContextVar("tunnelgw_clock_offset", default=None)
+
+
+def now() -> datetime:
+    """The current time (the account's simulated time inside its requests), aware UTC."""
+    offset = clock_offset.get()
+    current = datetime.now(UTC)
+    return current if offset is None else current + offset
 
 
 def utcnow() -> datetime:
-    """The current time, aware UTC, truncated to whole seconds (what the wire shows)."""
-    return datetime.now(UTC).replace(microsecond=0)
+    """`now()` truncated to whole seconds (what the wire shows)."""
+    return now().replace(microsecond=0)
 
 
 def rfc3339(value: datetime) -> str:

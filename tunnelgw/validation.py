@@ -122,6 +122,15 @@ def schema_error(error: ValidationError) -> ApiError:
         extra = sorted(set(instance) - known)
         name = ".".join(filter(None, [field, extra[0] if extra else ""]))
         return ApiError(Code.UNKNOWN_FIELD, f"Unknown field {name!r}.", field=name)
+    exclusive: Any = error.validator_value
+    if kind == "not" and isinstance(exclusive, dict) and len(exclusive.get("required", ())) > 1:
+        # `not: {required: [a, b]}`: fields that exclude each other (the spec describes it).
+        names = [f"{field}.{n}" if field else n for n in exclusive["required"]]
+        return ApiError(
+            Code.CONFLICTING_FIELDS,
+            f"{' and '.join(names)} exclude each other; send one of them.",
+            field=names[-1],
+        )
     if not field:
         return ApiError(
             Code.INVALID_BODY, f"The request body must be a JSON object: {error.message}"

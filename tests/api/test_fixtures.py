@@ -425,7 +425,8 @@ def test_the_example_gives_every_list_operation_items(settings, admin, tmp_path)
         for path, operations in paths.items():
             get = operations.get("get")
             # lists (and the TLS edge backend module); not the unauthenticated service routes
-            if get is None or "security" in get or path.endswith("}"):
+            # nor the admin API's
+            if get is None or "security" in get or path.endswith("}") or "admin" in get["tags"]:
                 continue
             url = path.format(**values)
             response = admin.get(url)

@@ -80,7 +80,8 @@ def test_alias_setting_rejects_non_header_names(value):
 
 def test_default_is_service_version_only():
     assert Settings().version_header_alias_list() == []
-    stack = app.middlewares(Settings(version_header_aliases="A-Version"))
+    state = app.state_of(app.create_app(Settings(version_header_aliases="A-Version")))
+    stack = app.middlewares(state)
     operation = next(m for m in stack if getattr(m, "func", None) is pipeline.OperationMiddleware)
     assert operation.keywords["version_headers"] == ("Service-Version", "a-version")
 

@@ -140,3 +140,64 @@ def test_a_wrong_token_fails_the_run(server: tuple[str, str, Path]) -> None:
     )
     assert result.returncode != 0, result.stdout
     assert "401" in result.stdout
+
+
+# The admin API's own run: a server with `--admin-api`, only the `admin` tag (its reset and
+# fault rules would pull the rows away from under the main run). A fixture document and a
+# clock change can be schema-valid and still refused (the fixture format has its own JSON
+# Schema; the clock never moves backwards): those two skip the check that every
+# schema-valid request is accepted, and the run does not fail on the warning that most
+# generated documents are refused; every other check and warning stays.
+ADMIN_CONFIG = """
+[[operations]]
+include-operation-id = "admin.load_fixtures"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "admin.set_clock"
+checks.positive_data_acceptance.enabled = false
+"""
+
+
+def test_schemathesis_admin_api(
+    tmp_path_factory: pytest.TempPathFactory, settings: Settings
+) -> None:
+    data_dir = tmp_path_factory.mktemp("contract-admin")
+    database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
+    kek = keys.encode_kek(keys.load_or_create_kek(settings))
+    srv = Server(
+        data_dir,
+        database_url,
+        "tgw_bootstrap_" + secrets.token_hex(12),
+        workers=1,
+        env={"TUNNELGW_KEY_ENCRYPTION_KEY": kek, "TUNNELGW_ADMIN_API": "true"},
+    )
+    srv.start()
+    try:
+        contract = Settings(
+            data_dir=data_dir, database_url=database_url, key_encryption_key=SecretStr(kek)
+        )
+        token, _, _ = _contract_account(contract.resolved_database_url())
+        config = data_dir / "schemathesis-admin.toml"
+        base = CONFIG.read_text()
+        # Every warning but "most generated data refused" (the fixture document) fails it.
+        assert "\nfail-on = true\n" in base
+        only = 'fail-on = ["missing_auth", "missing_test_data", "method_not_allowed"]'
+        config.write_text(base.replace("\nfail-on = true\n", f"\n{only}\n") + ADMIN_CONFIG)
+        result = _schemathesis(
+            srv.base,
+            token,
+            "--include-tag",
+            "admin",
+            "--max-examples",
+            MAX_EXAMPLES,
+            "--max-time",
+            str(max(60, int(MAX_TIME) // 4)),
+            config=config,
+        )
+        print(result.stdout[-20000:])
+        assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
+        assert "Selected: 7/" in result.stdout, result.stdout[-3000:]
+    finally:
+        srv.stop()
+        assert "Traceback" not in srv.log(), srv.log()[-5000:]

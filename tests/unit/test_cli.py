@@ -267,3 +267,65 @@ def test_serve_seed_account_and_a_bad_file(data_dir, monkeypatch, capsys, tmp_pa
     assert cli.main(["serve", "--seed", str(bad)]) == 2
     assert "$.tunnels[0].ref" in capsys.readouterr().err
     assert len(calls) == 1  # the server did not start
+
+
+# Deterministic runs: serve --deterministic-ids.
+
+
+@pytest.fixture
+def unseeded():
+    from tunnelgw import ids
+
+    ids.seed(None)
+    yield
+    ids.seed(None)
+
+
+def test_serve_deterministic_ids_repeat_the_bootstrap_and_the_fixture(
+    tmp_path, monkeypatch, capsys, fixture_file, unseeded
+):
+    from tunnelgw import ids
+
+    calls = _isolate_serve_env(monkeypatch)
+    monkeypatch.delenv("TUNNELGW_DATABASE_URL", raising=False)
+    monkeypatch.delenv("TUNNELGW_BOOTSTRAP_TOKEN", raising=False)
+    outputs = []
+    for run_dir, seed in (("a", "s1"), ("b", "s1"), ("c", "s2")):
+        ids.seed(None)  # a fresh process
+        monkeypatch.setenv("TUNNELGW_DATA_DIR", str(tmp_path / run_dir))
+        argv = ["serve", "--deterministic-ids", seed, "--seed", str(fixture_file)]
+        assert cli.main(argv) == 0
+        outputs.append(capsys.readouterr().out)
+        assert os.environ["TUNNELGW_ID_SEED"] == seed  # for the app the server starts
+        assert ids.current_seed() == seed  # ... which continues this sequence
+    first, again, other = outputs
+    assert "token (shown once): tgw_" in first
+    # The bootstrap's ids and token, then the fixture's ids (the digest names the file).
+    assert again == first
+    assert other.split("\n")[1:3] != first.split("\n")[1:3]
+    assert _json_tail(other)["labels"] != _json_tail(first)["labels"]
+    # A restart on a used database would repeat them: it starts, with a warning.
+    ids.seed(None)
+    monkeypatch.setenv("TUNNELGW_DATA_DIR", str(tmp_path / "a"))
+    assert cli.main(["serve", "--deterministic-ids", "s1"]) == 0
+    assert "warning: --deterministic-ids on a database that already has" in capsys.readouterr().err
+    assert len(calls) == 4
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (["--deterministic-ids", "s", "--workers", "2"], {}),
+        ([], {"TUNNELGW_ID_SEED": "s", "TUNNELGW_WORKERS": "3"}),
+    ],
+)
+def test_serve_refuses_deterministic_ids_with_several_workers(
+    data_dir, monkeypatch, capsys, unseeded, argv, env
+):
+    calls = _isolate_serve_env(monkeypatch)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["serve", *argv]) == 2
+    assert "--deterministic-ids (TUNNELGW_ID_SEED) needs --workers 1" in capsys.readouterr().err
+    assert calls == []
+    assert not (data_dir / "tunnelgw.db").exists()  # refused before touching the database

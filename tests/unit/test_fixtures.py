@@ -13,11 +13,14 @@ from sqlmodel import select
 
 from models import Edge, FixtureLoad, Tunnel
 from tests.factories import x509_certificate
-from tunnelgw import accounts, fixture_plan, fixture_rows, fixture_schema, fixtures, migrate
+from tunnelgw import accounts, fixtures, migrate
 from tunnelgw.app import load_spec
 from tunnelgw.db import Database
 from tunnelgw.errors import ApiError, Code
-from tunnelgw.fixtures import FixtureError
+from tunnelgw.fixtures import FixtureError, loader
+from tunnelgw.fixtures import plan as fixture_plan
+from tunnelgw.fixtures import rows as fixture_rows
+from tunnelgw.fixtures import schema as fixture_schema
 from tunnelgw.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
@@ -402,7 +405,7 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
     path = tmp_path / "f.yaml"
     path.write_text("version: 1\ntunnels: [{}]\n")
     fixtures.load(path, settings, account, once=True)
-    real = fixtures._phase1
+    real = loader._phase1
     calls: list[bool] = []
 
     async def racing(db, plan, account_id, digest, once):  # type: ignore[no-untyped-def]
@@ -411,7 +414,7 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
             raise ApiError(Code.CONFLICT)
         return await real(db, plan, account_id, digest, once)
 
-    monkeypatch.setattr(fixtures, "_phase1", racing)
+    monkeypatch.setattr(loader, "_phase1", racing)
     assert fixtures.load(path, settings, account, once=True)["loaded"] is False
     calls.clear()
     with pytest.raises(ApiError):
@@ -447,3 +450,12 @@ def test_cloud_endpoints_and_endpoint_principals(database, tmp_path):
     )
     summary = fixtures.load(path, settings, account)
     assert summary["counts"]["endpoints"] == 1
+
+
+def test_json_surrogate_pair_escapes_are_one_character_and_lone_ones_an_error():
+    """The YAML parser decodes `\\uD83D\\uDE00` escape by escape; the loader joins the pair
+    (a JSON document means the emoji) and refuses a lone surrogate, as JSON bodies do."""
+    doc = fixture_schema.parse(b'{"version": 1, "k\\ud83d\\ude00": "v\\ud83d\\ude00"}', "f.json")
+    assert doc.data == {"version": 1, "k\U0001f600": "v\U0001f600"}
+    with pytest.raises(FixtureError, match=r"f.json:1:21: .*lone UTF-16 surrogate"):
+        fixture_schema.parse(b'{"version": 1, "k": "v\\ud83d"}', "f.json")

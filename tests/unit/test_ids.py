@@ -43,3 +43,119 @@ def test_secrets_are_base62_and_distinct():
     assert a != b
     assert len(a) == 43
     assert set(a) <= set(ids.ALPHABET)
+
+
+# Seeded mode (deterministic runs).
+
+
+@pytest.fixture
+def unseeded():
+    """Start and leave the process in random mode, so no seed leaks to other tests."""
+    ids.seed(None)
+    yield
+    ids.seed(None)
+
+
+def _sample() -> list:
+    return [
+        ids.new_id("ak"),
+        ids.new_id("rd"),
+        ids.new_operation_id(),
+        ids.new_secret(),
+        ids.random_source("dns_targets").choice("abcdefghij" * 10),
+        ids.random_source("ports").randint(20000, 29999),
+        ids.random_source("serials").getrandbits(64),
+        ids.new_id("ak"),
+    ]
+
+
+def test_the_same_seed_repeats_everything_another_does_not(unseeded):
+    ids.seed("snapshot")
+    first = _sample()
+    ids.seed("snapshot")
+    assert _sample() == first
+    ids.seed(42)
+    forty_two = _sample()
+    ids.seed("42")  # a seed is its text
+    assert _sample() == forty_two
+    ids.seed("other")
+    other = _sample()
+    assert all(a != b for a, b in zip(first, other, strict=True))
+
+
+def test_seeded_ids_are_well_formed_increasing_and_start_at_the_epoch(unseeded):
+    ids.seed("x")
+    made = [ids.new_id("x") for _ in range(2000)]
+    assert made == sorted(made)
+    assert len(set(made)) == len(made)
+    assert all(ids.is_valid(value, "x") for value in made)
+    # A simulated millisecond per id, from 2026-01-01T00:00:00Z.
+    assert _millisecond(made[0]) == ids.SEEDED_EPOCH_MS + 1
+    assert _millisecond(made[-1]) == ids.SEEDED_EPOCH_MS + 2000
+
+
+def _millisecond(value: str) -> int:
+    number = 0
+    for char in value.partition("_")[2]:
+        number = number * 62 + ids.ALPHABET.index(char)
+    return number >> 112
+
+
+def test_seeded_ids_ignore_the_wall_clock(unseeded, monkeypatch):
+    ids.seed("x")
+    first = [ids.new_id("x") for _ in range(3)]
+    monkeypatch.setattr(ids.time, "time_ns", lambda: 0)
+    ids.seed("x")
+    assert [ids.new_id("x") for _ in range(3)] == first
+
+
+def test_each_kind_of_value_has_its_own_stream(unseeded):
+    """Extra operation ids (health checks) or tokens do not shift the ids, and so on."""
+    ids.seed("s")
+    plain = [ids.new_id("x"), ids.new_secret(), ids.random_source("ports").random()]
+    ids.seed("s")
+    for _ in range(5):
+        ids.new_operation_id()
+        ids.random_source("dns_targets").random()
+    assert [ids.new_id("x"), ids.new_secret(), ids.random_source("ports").random()] == plain
+
+
+def test_ensure_seeded_continues_a_running_sequence(unseeded):
+    ids.ensure_seeded(None)
+    ids.ensure_seeded("")
+    assert ids.current_seed() is None
+    ids.ensure_seeded("s")
+    first = ids.new_id("x")
+    ids.ensure_seeded("s")  # an app starting in a process the CLI seeded: no restart
+    second = ids.new_id("x")
+    assert second > first
+    ids.seed("s")
+    assert ids.new_id("x") == first
+    ids.ensure_seeded("t")  # another seed restarts
+    assert ids.current_seed() == "t"
+
+
+def test_unseeding_returns_to_random_values(unseeded):
+    import random
+
+    assert isinstance(ids.random_source("ports"), random.SystemRandom)
+    ids.seed("s")
+    seeded = ids.new_id("x")
+    assert not isinstance(ids.random_source("ports"), random.SystemRandom)
+    ids.seed(None)
+    assert ids.current_seed() is None
+    assert isinstance(ids.random_source("ports"), random.SystemRandom)
+    after = ids.new_id("x")
+    assert after > seeded  # still increasing within the process
+    assert ids.new_secret() != ids.new_secret()
+
+
+def test_probe_operation_ids_do_not_shift_the_others(unseeded):
+    ids.seed("s")
+    plain = [ids.new_operation_id() for _ in range(3)]
+    ids.seed("s")
+    made = []
+    for _ in range(3):
+        ids.new_operation_id(probe=True)  # a readiness poll, any number of times
+        made.append(ids.new_operation_id())
+    assert made == plain

@@ -35,7 +35,8 @@ def test_operation_resolves_to_a_handler(path, method, op):
 
 def test_every_create_links_to_get_update_delete():
     for path, method, op in OPERATIONS:
-        if method == "post":
+        # The admin API's fault rules are cleared together, not one by one.
+        if method == "post" and "admin" not in op["tags"]:
             links = op["responses"]["201"]["links"]
             verbs = {link["operationId"].rpartition(".")[2] for link in links.values()}
             # Other operations on the new resource (e.g. the reserved-domain detaches) may
@@ -98,7 +99,7 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
     from tunnelgw.pipeline import Compiled, OperationMiddleware
     from tunnelgw.settings import Settings
 
-    settings = Settings(data_dir=tmp_path)
+    settings = Settings(data_dir=tmp_path, admin_api=True)  # every operation served
     migrate.upgrade(settings.resolved_database_url())
     app = create_app(settings)
     with TestClient(app) as client:

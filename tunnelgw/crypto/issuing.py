@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tunnelgw import ids
 from tunnelgw.crypto.tls import CertificateFields, certificate_fields
 
 CA_VALIDITY = timedelta(days=3650)
@@ -59,6 +60,12 @@ def _der(key: PrivateKey) -> bytes:
     )
 
 
+def _serial_number() -> int:
+    """A random positive 159-bit serial number, as `x509.random_serial_number()` makes, but
+    repeatable in seeded mode (tunnelgw.ids)."""
+    return ids.random_source("serials").getrandbits(159) or 1
+
+
 def _pem(cert: x509.Certificate) -> str:
     return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
 
@@ -84,7 +91,7 @@ def new_ca(name: str, now: datetime) -> Issued:
         .subject_name(subject)
         .issuer_name(subject)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
+        .serial_number(_serial_number())
         .not_valid_before(now)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -132,7 +139,7 @@ def issue(
         .subject_name(x509.Name(names))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
+        .serial_number(_serial_number())
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(domain)]), critical=not names)

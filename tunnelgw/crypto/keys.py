@@ -17,6 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from tunnelgw import runtime
 from tunnelgw.settings import Settings
 
 KEK_FILE = "key-encryption-key"
@@ -121,13 +122,28 @@ _current: bytes | None = None
 
 
 def init(settings: Settings) -> bytes:
-    """Load (or create) the process's KEK; called by the app's lifespan."""
+    """Load (or create) the KEK of `settings` and make it the process default (for code
+    outside requests: scripts, tests); apps hold their own (tunnelgw.runtime)."""
     global _current
     _current = load_or_create_kek(settings)
     return _current
 
 
+def use(kek: bytes) -> bytes:
+    """Make `kek` the process default."""
+    global _current
+    _current = kek
+    return kek
+
+
 def current() -> bytes:
+    """The KEK of the app serving the current request (loaded on its first use, if the app
+    did not start through its lifespan); outside a request the process default."""
+    state = runtime.active()
+    if state is not None:
+        if state.kek is None:
+            state.kek = load_or_create_kek(state.settings)
+        return state.kek
     if _current is None:
         raise RuntimeError("key-encryption key not initialised")
     return _current

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from tunnelgw import ids
 from tunnelgw.crypto import CryptoError, Rule
 
 CaPrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -266,8 +266,8 @@ def validity(
 
 
 def new_serial() -> int:
-    """A random 64-bit certificate serial number."""
-    return secrets.randbits(64)
+    """A random 64-bit certificate serial number (repeatable in seeded mode)."""
+    return ids.random_source("serials").getrandbits(64)
 
 
 @dataclass(frozen=True, slots=True)

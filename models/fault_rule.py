@@ -1,0 +1,35 @@
+"""Fault rules of the admin API (`/_admin/faults`): errors and latency injected into one
+operation's requests of an account, for testing clients' retry logic."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import Index, String
+from sqlmodel import Field
+
+from models.base import AccountScoped
+
+
+class FaultRule(AccountScoped, table=True):
+    __tablename__ = "fault_rule"
+    PREFIX: ClassVar[str] = "flt"
+    PATH: ClassVar[str] = "/_admin/faults"
+    __table_args__ = (Index("ix_fault_rule_account_operation", "account_id", "operation"),)
+
+    operation: str = Field(sa_type=String(128))  # an operationId of the spec
+    status: int | None = None  # the error to answer, or None (latency only)
+    latency_ms: int = 0
+    probability: float = 1.0
+    remaining: int | None = None  # requests left to hit; None: until cleared
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "created_at": self.api_time("created_at"),
+            "operation": self.operation,
+            "status": self.status,
+            "latency_ms": self.latency_ms,
+            "probability": self.probability,
+            "remaining": self.remaining,
+        }

@@ -1,0 +1,676 @@
+"""`TunnelgwServer`: a real `tunnelgw serve` in its own process, for test suites.
+
+The server runs as `python -m tunnelgw serve` (the interpreter running this code, the
+`tunnelgw` package this module was imported from) on 127.0.0.1 and a free port, in its own
+process group, with the admin API on. Credentials:
+
+- temporary data directory (the default): the server's first start creates the account, with
+  a token chosen here (`TUNNELGW_BOOTSTRAP_TOKEN`); its id is read from the server's
+  start-up banner. One process start, no extra CLI run.
+- `database_url` (an existing database, possibly holding other accounts): a fresh account
+  from `tunnelgw accounts create` (which migrates first) before `serve`, so tests never see
+  or touch another account.
+
+Only the standard library is imported here at import time (httpx, pydantic and the fixture
+loader load at first use), so the pytest plugin stays cheap to import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+import weakref
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
+
+if TYPE_CHECKING:
+    import httpx
+
+HOST = "127.0.0.1"
+SERVICE_VERSION = "2"
+# Settings the server object sets itself; the rest of tunnelgw.settings.Settings may be given
+# as keyword arguments. (`admin_api` is always on: the helpers' methods need it.)
+MANAGED_SETTINGS = frozenset(
+    {"host", "port", "data_dir", "database_url", "bootstrap_token", "seed", "seed_account"}
+)
+ALWAYS_ON = {"admin_api": "TUNNELGW_ADMIN_API"}
+LOG_FILE = "server.log"
+LOG_TAIL_CHARS = 6000
+KEPT_LOG_BYTES = 1 << 20  # log_text() after stop(): the last MiB
+_BANNER_ACCOUNT = re.compile(r"\baccount (acct_[0-9A-Za-z]+)")
+_PORT_IN_USE = "address already in use"
+_PORT_ATTEMPTS = 3
+_TEXT = "<fixture text>"
+T = TypeVar("T")
+
+
+class TunnelgwError(Exception):
+    """A call of the server answered with an error status. `body` is the parsed error body
+    (`error_code`, `msg`, `details`) when the server sent JSON, else the text."""
+
+    def __init__(self, method: str, path: str, status: int, body: Any) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.body = body
+        fields = body if isinstance(body, dict) else {}
+        self.error_code: str | None = fields.get("error_code")
+        self.msg: str | None = fields.get("msg")
+        self.details: dict[str, Any] = fields.get("details") or {}
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        if self.error_code is None:
+            text = str(self.body)[:2000]
+            return f"{self.method} {self.path}: {self.status}: {text}"
+        message = f"{self.method} {self.path}: {self.status} {self.error_code}: {self.msg}"
+        extra = {k: v for k, v in self.details.items() if k != "operation_id"}
+        if extra:
+            message += "\n" + json.dumps(extra, indent=2, default=str)[:4000]
+        return message
+
+
+class TunnelgwStartError(RuntimeError):
+    """The server (or the account set-up before it) failed to start; `log` is its output."""
+
+    def __init__(self, message: str, log: str) -> None:
+        self.log = log
+        tail = log[-LOG_TAIL_CHARS:]
+        cut = "[...]\n" if len(log) > len(tail) else ""
+        super().__init__(f"{message}\n--- tunnelgw server log (tail) ---\n{cut}{tail}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _package_root() -> str:
+    """The directory holding the `tunnelgw` package imported here (and its siblings
+    `handlers` and `models`)."""
+    return str(Path(__file__).absolute().parents[2])
+
+
+def setting_names() -> frozenset[str]:
+    """The names of the server's settings (tunnelgw.settings.Settings)."""
+    from tunnelgw.settings import Settings
+
+    return frozenset(Settings.model_fields)
+
+
+def _check_settings(settings: Mapping[str, Any]) -> None:
+    known = setting_names()
+    for name in settings:
+        if name in MANAGED_SETTINGS or name in ALWAYS_ON:
+            raise TypeError(
+                f"TunnelgwServer() sets {name!r} itself; use database_url=, port= or fixture= "
+                "where one fits"
+            )
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(
+                f"TunnelgwServer() got an unexpected keyword argument {name!r}: not a tunnelgw "
+                f"setting (tunnelgw.settings.Settings){hint}"
+            )
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    secret = getattr(value, "get_secret_value", None)  # pydantic SecretStr
+    if callable(secret):
+        return str(secret())
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        from tunnelgw.timefmt import rfc3339
+
+        return rfc3339(value)
+    if isinstance(value, date | Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable: {value!r}")
+
+
+def _as_rfc3339(value: datetime | str) -> str:
+    if isinstance(value, str):
+        return value
+    from tunnelgw.timefmt import rfc3339
+
+    return rfc3339(value)  # naive: UTC
+
+
+def _read_log(path: Path, since: int = 0) -> str:
+    try:
+        with path.open("rb") as file:
+            file.seek(since)
+            return file.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _log_tail(path: Path) -> tuple[bytes, int]:
+    try:
+        with path.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - KEPT_LOG_BYTES))
+            return file.read(), size
+    except OSError:
+        return b"", 0
+
+
+def _exited(pid: int) -> bool:
+    """Whether `pid` (our child) has exited, without reaping it: while it is a zombie its pid,
+    and so its process group id, cannot be reused by another process."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM to the process group (parent and workers), SIGKILL after `grace` seconds; then
+    SIGKILL to whatever is left of the group (a worker that outlived its parent) and reap."""
+    if proc.returncode is None:
+        if not _exited(proc.pid):
+            _signal_group(proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while not _exited(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        # The leader is a zombie at worst here, so the group id is still ours.
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def _shutdown(
+    owner_pid: int,
+    proc: subprocess.Popen[bytes] | None,
+    log: IO[bytes] | None,
+    data_dir: Path,
+    grace: float,
+) -> tuple[bytes, int] | None:
+    """Stop the server and remove its data directory; runs once (weakref.finalize), from
+    stop(), at garbage collection or at interpreter exit. Returns the log's last MiB and
+    its size."""
+    if os.getpid() != owner_pid:
+        return None  # a forked copy of the test process: the server is not its own
+    try:
+        if proc is not None:
+            _terminate(proc, grace)
+    finally:
+        if log is not None:
+            log.close()
+        kept = _log_tail(data_dir / LOG_FILE)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return kept
+
+
+class TunnelgwServer:
+    """A tunnelgw server in its own process, for tests.
+
+    ```python
+    with TunnelgwServer(certificate_issue_delay_seconds=0) as server:
+        with server.client() as client:
+            client.post("/reserved_domains", json={"domain": "app.example.com"})
+        server.reset()
+    ```
+
+    Keyword arguments other than the named ones are server settings
+    (`tunnelgw.settings.Settings`, passed as `TUNNELGW_<NAME>`); an unknown name is a
+    TypeError. The environment's own `TUNNELGW_*` variables are not passed on.
+    """
+
+    def __init__(
+        self,
+        *,
+        database_url: str | None = None,
+        fixture: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        port: int | None = None,
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 10.0,
+        **settings: Any,
+    ) -> None:
+        _check_settings(settings)
+        self.database_url = database_url
+        self.fixture = fixture
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.settings = dict(settings)
+        self._port = port
+        self._fixed_port = port is not None
+        self._token: str | None = None
+        self._account_id: str | None = None
+        self._data_dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._http: httpx.Client | None = None
+        self._kept_log: bytes | None = None  # the log's tail after stop()
+        self._log_end = 0
+        self.start_summary: dict[str, Any] | None = None
+
+    # Life cycle.
+
+    def __enter__(self) -> Self:
+        """Start the server unless start() was called already; stop it at the block's end."""
+        return self.start() if self._data_dir is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Self:
+        """Start the server and wait until `/readyz` answers 200 (at most `startup_timeout`
+        seconds); raises TunnelgwStartError with the log's tail if it does not."""
+        if self._data_dir is not None:
+            raise RuntimeError("this TunnelgwServer was started already (one start per object)")
+        seed = _start_fixture(self.fixture)  # a bad fixture fails before any process starts
+        self._data_dir = data_dir = Path(tempfile.mkdtemp(prefix="tunnelgw-"))
+        log = (data_dir / LOG_FILE).open("ab")
+        self._finalizer = weakref.finalize(
+            self, _shutdown, os.getpid(), None, log, data_dir, self.stop_timeout
+        )
+        try:
+            env = self._env(data_dir)
+            if self.database_url is None:
+                self._token = env["TUNNELGW_BOOTSTRAP_TOKEN"] = "tgw_" + secrets.token_urlsafe(32)
+            else:
+                self._create_account(env, log, data_dir)
+                env["TUNNELGW_SEED_ACCOUNT"] = self.account_id
+            if isinstance(seed, bytes):
+                (data_dir / "fixture.yaml").write_bytes(seed)
+                seed = data_dir / "fixture.yaml"
+            if seed is not None:
+                env["TUNNELGW_SEED"] = str(seed)
+            self._spawn(env, log, data_dir)
+            if self._account_id is None:
+                self._account_id = self._banner_account()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM to its process group, SIGKILL after `stop_timeout`
+        seconds) and remove its data directory. Safe to call more than once."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        if self._finalizer is not None and self._finalizer.alive:
+            self._kept_log, self._log_end = self._finalizer() or (b"", 0)
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is still there (without reaping it: see _exited)."""
+        proc = self._proc
+        return proc is not None and proc.returncode is None and not _exited(proc.pid)
+
+    # What tests use.
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self._require(self._port, 'base_url')}"
+
+    @property
+    def port(self) -> int:
+        return self._require(self._port, "port")
+
+    @property
+    def token(self) -> str:
+        """The admin API key's token of the server's account."""
+        return self._require(self._token, "token")
+
+    @property
+    def account_id(self) -> str:
+        return self._require(self._account_id, "account_id")
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """`Authorization` and `Service-Version` for requests as the account's admin."""
+        return {"Authorization": f"Bearer {self.token}", "Service-Version": SERVICE_VERSION}
+
+    @property
+    def data_dir(self) -> Path:
+        """The server's temporary data directory (removed at stop)."""
+        return self._require(self._data_dir, "data_dir")
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (also its process group id)."""
+        return self._require(self._proc, "pid").pid
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An httpx.Client with `base_url` and `headers` set (keyword arguments go to
+        httpx.Client; `headers` are added to these). Close it, e.g. `with server.client()`."""
+        import httpx
+
+        return httpx.Client(**self._client_args(kwargs))
+
+    def async_client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """The same as an httpx.AsyncClient."""
+        import httpx
+
+        return httpx.AsyncClient(**self._client_args(kwargs))
+
+    def log_text(self, since: int = 0) -> str:
+        """The server's output so far, from byte offset `since` (a `log_position()`); after
+        stop(), the last MiB of it."""
+        if self._kept_log is not None:
+            start = max(0, since - (self._log_end - len(self._kept_log)))
+            return self._kept_log[start:].decode(errors="replace")
+        return _read_log(self.data_dir / LOG_FILE, since)
+
+    def log_position(self) -> int:
+        """The log's current size in bytes, for `log_text(since=...)`."""
+        if self._kept_log is not None:
+            return self._log_end
+        try:
+            return (self.data_dir / LOG_FILE).stat().st_size
+        except OSError:
+            return 0
+
+    # The admin API (/_admin/...).
+
+    def reset(self) -> dict[str, Any]:
+        """Empty the account (it keeps its principals and API keys), clear its fault rules and
+        reset its clock; returns `{"account_id", "deleted": {table: count}}`."""
+        return self._object("POST", "/_admin/reset")
+
+    def load(self, fixture: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+        """Load a fixture into the account: a file (path), a dict, or YAML/JSON text. Files
+        and text are checked here first, so problems name positions in them
+        (tunnelgw.fixtures.FixtureError). Returns the summary (labels, counts, tokens)."""
+        if isinstance(fixture, Mapping):
+            document: Any = dict(fixture)
+        else:
+            text, name = _fixture_source(fixture)
+            document = _checked_document(text, name)
+        return self._object("POST", "/_admin/fixtures", document)
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the account's simulated clock forward; returns the simulated now."""
+        return self._clock({"advance_seconds": seconds})
+
+    def set_time(self, when: datetime | str) -> datetime:
+        """Set the account's simulated clock (a naive datetime is UTC; the clock never moves
+        backwards); returns the simulated now."""
+        return self._clock({"set": _as_rfc3339(when)})
+
+    def reset_clock(self) -> datetime:
+        """Back to real time; returns now."""
+        return self._clock({"reset": True})
+
+    def now(self) -> datetime:
+        """The account's simulated now."""
+        return _parse_time(self._object("GET", "/_admin/clock")["now"])
+
+    def fault(
+        self,
+        operation: str,
+        status: int | None = None,
+        count: int | None = None,
+        latency_ms: int | None = None,
+        probability: float | None = None,
+    ) -> dict[str, Any]:
+        """Inject a fault into an operation (the spec's operationId, e.g.
+        `reserved_domains.create`): an error `status`, a latency, for the next `count` calls
+        or with a `probability`. Returns the rule."""
+        rule: dict[str, Any] = {"operation": operation}
+        for name, value in (
+            ("status", status),
+            ("count", count),
+            ("latency_ms", latency_ms),
+            ("probability", probability),
+        ):
+            if value is not None:
+                rule[name] = value
+        return self._object("POST", "/_admin/faults", rule)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """The active fault rules."""
+        rules: list[dict[str, Any]] = self._object("GET", "/_admin/faults")["faults"]
+        return rules
+
+    def clear_faults(self) -> None:
+        self._admin("DELETE", "/_admin/faults")
+
+    def __repr__(self) -> str:
+        if self._account_id is None:
+            return "<TunnelgwServer (not started)>"
+        state = "running" if self.running else "stopped"
+        return f"<TunnelgwServer {self.base_url} {self._account_id} {state}>"
+
+    # Internals.
+
+    def _require(self, value: T | None, what: str) -> T:
+        if value is None:
+            raise RuntimeError(f"TunnelgwServer.{what}: the server is not started")
+        return value
+
+    def _client_args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        headers = {**self.headers, **dict(kwargs.pop("headers", None) or {})}
+        # A proxy from the environment must not carry requests to 127.0.0.1.
+        return (
+            {"base_url": self.base_url, "timeout": 30.0, "trust_env": False}
+            | kwargs
+            | {"headers": headers}
+        )
+
+    def _admin(self, method: str, path: str, body: Any = None) -> Any:
+        if self._http is None:
+            self._http = self.client()
+        content = None if body is None else json.dumps(body, default=_json_default)
+        headers = {"Content-Type": "application/json"} if content is not None else {}
+        response = self._http.request(method, path, content=content, headers=headers)
+        if response.is_error:
+            try:
+                error: Any = response.json()
+            except ValueError:
+                error = response.text
+            raise TunnelgwError(method, path, response.status_code, error)
+        return response.json() if response.content else None
+
+    def _object(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        answer = self._admin(method, path, body)
+        if not isinstance(answer, dict):
+            raise TunnelgwError(method, path, 200, answer)  # not the documented answer
+        return answer
+
+    def _clock(self, body: dict[str, Any]) -> datetime:
+        return _parse_time(self._object("POST", "/_admin/clock", body)["now"])
+
+    def _env(self, data_dir: Path) -> dict[str, str]:
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("TUNNELGW_") and name != "PROMETHEUS_MULTIPROC_DIR"
+        }
+        # The server runs the tunnelgw imported here; its directory also comes before the
+        # caller's own paths, so a project's `models` or `handlers` package cannot shadow ours.
+        env["PYTHONPATH"] = os.pathsep.join(
+            [_package_root(), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+        env["PYTHONUNBUFFERED"] = "1"
+        env["TUNNELGW_DATA_DIR"] = str(data_dir)
+        for variable in ALWAYS_ON.values():
+            env[variable] = "1"
+        if self.database_url is not None:
+            env["TUNNELGW_DATABASE_URL"] = self.database_url
+        for name, value in self.settings.items():
+            if value is not None:
+                env[f"TUNNELGW_{name.upper()}"] = _env_value(value)
+        return env
+
+    def _create_account(self, env: dict[str, str], log: IO[bytes], data_dir: Path) -> None:
+        """A fresh account in the given database (`tunnelgw accounts create` migrates it
+        first), so the tests never see another account's data."""
+        command = [sys.executable, "-m", "tunnelgw", "accounts", "create", "--name", "testing"]
+        try:
+            done = subprocess.run(  # noqa: S603 - our own interpreter and module
+                command,
+                env=env,
+                cwd=data_dir,
+                capture_output=True,
+                timeout=self.startup_timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            partial = (exc.stdout or b"") + (exc.stderr or b"")
+            raise TunnelgwStartError(
+                f"`tunnelgw accounts create` did not finish in {self.startup_timeout} s",
+                partial.decode(errors="replace"),
+            ) from None
+        output = (done.stdout + done.stderr).decode(errors="replace")
+        log.write(f"$ tunnelgw accounts create\n{output}".encode())
+        log.flush()
+        if done.returncode != 0:
+            raise TunnelgwStartError(
+                f"`tunnelgw accounts create` failed (exit status {done.returncode})", output
+            )
+        text = done.stdout.decode(errors="replace")
+        try:
+            created, _ = json.JSONDecoder().raw_decode(text, text.index("{"))
+            self._account_id = str(created["account_id"])
+            self._token = str(created["token"])
+        except (ValueError, KeyError, TypeError):
+            raise TunnelgwStartError(
+                "`tunnelgw accounts create` printed no account", output
+            ) from None
+
+    def _spawn(self, env: dict[str, str], log: IO[bytes], data_dir: Path) -> None:
+        for attempt in range(_PORT_ATTEMPTS):
+            if not self._fixed_port:
+                self._port = _free_port()
+            command = [
+                sys.executable,
+                *("-m", "tunnelgw", "serve", "--host", HOST, "--port", str(self._port)),
+            ]
+            log.write(f"$ tunnelgw serve --port {self._port}\n".encode())
+            log.flush()
+            attempt_log = self.log_position()
+            self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                command,
+                env=env,
+                cwd=data_dir,  # nothing importable there (sys.path[0] under -m)
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stopped as one
+            )
+            self._finalizer_for(self._proc, log, data_dir)
+            try:
+                self._wait_ready()
+                return
+            except TunnelgwStartError:
+                taken = _PORT_IN_USE in self.log_text(since=attempt_log).lower()
+                if self._fixed_port or not taken or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                # Another process took the free port between our probe and the bind.
+
+    def _finalizer_for(self, proc: subprocess.Popen[bytes], log: IO[bytes], data_dir: Path) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(
+            self, _shutdown, os.getpid(), proc, log, data_dir, self.stop_timeout
+        )
+
+    def _wait_ready(self) -> None:
+        import httpx
+
+        assert self._proc is not None
+        url = f"{self.base_url}/readyz"
+        deadline = time.monotonic() + self.startup_timeout
+        with httpx.Client(timeout=2.0, trust_env=False) as probe:
+            while True:
+                if _exited(self._proc.pid):
+                    _terminate(self._proc, self.stop_timeout)  # its workers too; reaped
+                    raise TunnelgwStartError(
+                        f"tunnelgw serve exited with status {self._proc.returncode} before "
+                        "it was ready",
+                        self.log_text(),
+                    )
+                with contextlib.suppress(httpx.TransportError):
+                    if probe.get(url).status_code == 200:
+                        return
+                if time.monotonic() >= deadline:
+                    _terminate(self._proc, self.stop_timeout)
+                    raise TunnelgwStartError(
+                        f"tunnelgw serve was not ready within {self.startup_timeout} s ({url})",
+                        self.log_text(),
+                    )
+                time.sleep(0.05)
+
+    def _banner_account(self) -> str:
+        """The account the server's first start created (its banner names it)."""
+        found = _BANNER_ACCOUNT.search(self.log_text())
+        if found is None:
+            raise TunnelgwStartError(
+                "tunnelgw serve printed no account banner on its first start", self.log_text()
+            )
+        return found.group(1)
+
+
+def _start_fixture(
+    fixture: str | os.PathLike[str] | Mapping[str, Any] | None,
+) -> Path | bytes | None:
+    """The fixture to load at start (`serve --seed`), checked here first: a file's path, or
+    the text to write to a file (a dict becomes indented JSON, so positions have lines)."""
+    if fixture is None:
+        return None
+    if isinstance(fixture, Mapping):
+        text, name = json.dumps(dict(fixture), indent=2, default=_json_default).encode(), _TEXT
+    else:
+        text, name = _fixture_source(fixture)
+    _checked_document(text, name)
+    return text if name == _TEXT else Path(name).resolve()
+
+
+def _fixture_source(fixture: str | os.PathLike[str]) -> tuple[bytes, str]:
+    """The bytes of a fixture and the name its positions use: a path (a PathLike, or a str
+    of one line that is not a YAML/JSON document), else YAML/JSON text."""
+    if isinstance(fixture, str) and ("\n" in fixture or fixture.lstrip()[:1] in ("{", "[")):
+        return fixture.encode(), _TEXT
+    path = Path(fixture)
+    return path.read_bytes(), str(path)
+
+
+def _checked_document(text: bytes, name: str) -> Any:
+    """The fixture's data as the server will read it, after the local check
+    (tunnelgw.fixtures.FixtureError lists every problem as FILE:LINE:COLUMN)."""
+    with warnings.catch_warnings():
+        # The loader imports Connexion, which warns at import (jsonschema's RefResolver,
+        # Starlette's test client with httpx): not the user's to see, even under a
+        # `filterwarnings = error` of their test suite.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from tunnelgw import fixtures
+        from tunnelgw.fixtures import schema
+
+        fixtures.check(text, name)
+        return schema.parse(text, name).data
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
