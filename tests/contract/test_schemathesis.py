@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,11 +52,13 @@ def _contract_account(database_url: str) -> tuple[str, str, seed.Entries]:
     return asyncio.run(make())
 
 
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, settings: Settings
-) -> Iterator[tuple[str, str, Path]]:
-    data_dir = tmp_path_factory.mktemp("contract")
+@contextmanager
+def _live_server(
+    tmp_path_factory: pytest.TempPathFactory, settings: Settings, name: str, **env: str
+) -> Iterator[tuple[Server, Settings]]:
+    """A `tunnelgw serve` for a contract run, and settings on its database; stopped after,
+    with no traceback in its log."""
+    data_dir = tmp_path_factory.mktemp(name)
     database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
     # Servers on one database share one key-encryption key (README: Configuration): on a
     # shared test database the API tests' server may have made the issuing CA already.
@@ -65,21 +68,31 @@ def server(
         database_url,
         "tgw_bootstrap_" + secrets.token_hex(12),
         workers=1,
-        env={"TUNNELGW_KEY_ENCRYPTION_KEY": kek},
+        env={"TUNNELGW_KEY_ENCRYPTION_KEY": kek, **env},
     )
     srv.start()  # migrates the database and waits for /readyz
     try:
-        contract = Settings(
-            data_dir=data_dir, database_url=database_url, key_encryption_key=SecretStr(kek)
+        yield (
+            srv,
+            Settings(
+                data_dir=data_dir, database_url=database_url, key_encryption_key=SecretStr(kek)
+            ),
         )
+    finally:
+        srv.stop()
+        assert "Traceback" not in srv.log(), srv.log()[-5000:]
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, settings: Settings
+) -> Iterator[tuple[str, str, Path]]:
+    with _live_server(tmp_path_factory, settings, "contract") as (srv, contract):
         token, account_id, entries = _contract_account(contract.resolved_database_url())
         # The example world, through the same loader as `tunnelgw seed` (api items via an
         # in-process app), so lists and reads validate real rows of every kind.
         fixtures.load(EXAMPLE, contract, account_id)
-        yield srv.base, token, seed.config(CONFIG, data_dir / "schemathesis.toml", entries)
-    finally:
-        srv.stop()
-        assert "Traceback" not in srv.log(), srv.log()[-5000:]
+        yield srv.base, token, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", entries)
 
 
 def _schemathesis(
@@ -162,23 +175,10 @@ checks.positive_data_acceptance.enabled = false
 def test_schemathesis_admin_api(
     tmp_path_factory: pytest.TempPathFactory, settings: Settings
 ) -> None:
-    data_dir = tmp_path_factory.mktemp("contract-admin")
-    database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
-    kek = keys.encode_kek(keys.load_or_create_kek(settings))
-    srv = Server(
-        data_dir,
-        database_url,
-        "tgw_bootstrap_" + secrets.token_hex(12),
-        workers=1,
-        env={"TUNNELGW_KEY_ENCRYPTION_KEY": kek, "TUNNELGW_ADMIN_API": "true"},
-    )
-    srv.start()
-    try:
-        contract = Settings(
-            data_dir=data_dir, database_url=database_url, key_encryption_key=SecretStr(kek)
-        )
-        token, _, _ = _contract_account(contract.resolved_database_url())
-        config = data_dir / "schemathesis-admin.toml"
+    admin_on = {"TUNNELGW_ADMIN_API": "true"}
+    with _live_server(tmp_path_factory, settings, "contract-admin", **admin_on) as (srv, db):
+        token, _, _ = _contract_account(db.resolved_database_url())
+        config = srv.data_dir / "schemathesis-admin.toml"
         base = CONFIG.read_text()
         # Every warning but "most generated data refused" (the fixture document) fails it.
         assert "\nfail-on = true\n" in base
@@ -198,6 +198,3 @@ def test_schemathesis_admin_api(
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
         assert "Selected: 7/" in result.stdout, result.stdout[-3000:]
-    finally:
-        srv.stop()
-        assert "Traceback" not in srv.log(), srv.log()[-5000:]
