@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
+from sqlalchemy import BigInteger
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
@@ -17,5 +18,6 @@ class Account(Row, table=True):
     id: str = id_field(primary_key=True)
     name: str = ""
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
-    # The account's simulated clock (admin API): seconds added to the real time.
-    clock_offset_seconds: int = 0
+    # The account's simulated clock (admin API): seconds added to the real time (up to the
+    # year 9000: past a 32-bit integer).
+    clock_offset_seconds: int = Field(default=0, sa_type=BigInteger)

@@ -23,7 +23,7 @@ ID_TYPE = sa.String(length=64).with_variant(sa.String(length=64, collation="C"),
 def upgrade() -> None:
     with op.batch_alter_table("account", schema=None) as batch_op:
         batch_op.add_column(
-            sa.Column("clock_offset_seconds", sa.Integer(), nullable=False, server_default="0")
+            sa.Column("clock_offset_seconds", sa.BigInteger(), nullable=False, server_default="0")
         )
     op.create_table(
         "fault_rule",
