@@ -9,9 +9,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import TunnelGroupBackend, TunnelGroupMember
+from models import TunnelGroupBackend
 from models.tunnel_group_backend import in_use
-from models.tunnel_group_member import regroup_backend, tunnels_of
+from models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw import auth, db, ids, resources
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
@@ -53,13 +53,8 @@ async def _with_tunnels(
     unit: Unit, rows: builtins.list[TunnelGroupBackend]
 ) -> Callable[[TunnelGroupBackend], dict[str, Any]]:
     """Renders the page's backends with their tunnels (read for the page at once)."""
-    members = await resources.select_in(
-        unit, TunnelGroupMember, "backend_id", [row.id for row in rows]
-    )
-    tunnels: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
-    for member in sorted(members, key=lambda m: m.tunnel_id):
-        tunnels[member.backend_id].append(member.tunnel_id)
-    return lambda backend: backend.to_api(tunnels[backend.id])
+    partners = await partners_of(unit, "backend_id", [row.id for row in rows])
+    return lambda backend: backend.to_api(partners[backend.id])
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

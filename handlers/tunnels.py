@@ -7,8 +7,8 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import Tunnel, TunnelGroupMember
-from models.tunnel_group_member import backends_of
+from models import Tunnel
+from models.tunnel_group_member import backends_of, partners_of
 from tunnelgw import auth, db, resources
 from tunnelgw.db import Unit
 
@@ -34,10 +34,5 @@ async def _with_backends(
     unit: Unit, rows: builtins.list[Tunnel]
 ) -> Callable[[Tunnel], dict[str, Any]]:
     """Renders the page's tunnels with the backends grouping them (read for the page at once)."""
-    members = await resources.select_in(
-        unit, TunnelGroupMember, "tunnel_id", [row.id for row in rows]
-    )
-    backends: dict[str, builtins.list[str]] = {row.id: [] for row in rows}
-    for member in sorted(members, key=lambda m: m.backend_id):
-        backends[member.tunnel_id].append(member.backend_id)
-    return lambda tunnel: tunnel.to_api(backends[tunnel.id])
+    partners = await partners_of(unit, "tunnel_id", [row.id for row in rows])
+    return lambda tunnel: tunnel.to_api(partners[tunnel.id])

@@ -89,3 +89,16 @@ _BACKENDS_OF = Query(
         TunnelGroupMember.tunnel_id == bindparam("tunnel_id")
     )
 )
+
+
+async def partners_of(unit: Unit, side: str, ids: list[str]) -> dict[str, list[str]]:
+    """For a page: the ids on the other side of the membership of each id of `side`
+    (`"tunnel_id"` or `"backend_id"`), sorted, in one statement."""
+    from tunnelgw import resources  # the shared CRUD layer imports the models
+
+    other = "backend_id" if side == "tunnel_id" else "tunnel_id"
+    members = await resources.select_in(unit, TunnelGroupMember, side, ids)
+    partners: dict[str, list[str]] = {row_id: [] for row_id in ids}
+    for member in sorted(members, key=lambda m: getattr(m, other)):
+        partners[getattr(member, side)].append(getattr(member, other))
+    return partners
