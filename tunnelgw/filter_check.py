@@ -17,11 +17,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cel
-
+from tunnelgw import lazy
 from tunnelgw.errors import ApiError, Code
+
+if TYPE_CHECKING:
+    import cel
+else:  # loaded at the first filter (tunnelgw.filtering)
+    cel = lazy.module("cel")
 
 MAX_DEPTH = 32
 _TOKEN = re.compile(

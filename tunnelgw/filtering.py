@@ -26,13 +26,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cel
-
-from tunnelgw import timefmt
+from tunnelgw import lazy, timefmt
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.filter_check import Checker, error, parse_duration, parse_timestamp
+
+if TYPE_CHECKING:
+    import cel
+else:  # cel-rust (and its command line's prompt_toolkit, typer, rich) load at the first filter
+    cel = lazy.module("cel")
 
 __all__ = ["MAX_FILTER_BYTES", "Filter", "compile_filter", "parse_duration", "parse_timestamp"]
 

@@ -1,4 +1,5 @@
-"""Lazy modules: `cryptography` and the fixture loader load at first use, not at start-up."""
+"""Lazy modules: `cryptography`, the fixture loader and cel-rust load at first use, not at
+start-up."""
 
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ def test_a_lazy_module_imports_at_the_first_attribute_read():
 
 def test_serving_imports_neither_cryptography_nor_the_fixture_loader():
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every
-    handler Connexion resolves) leaves `cryptography` and the fixture loader unloaded."""
+    handler Connexion resolves) leaves `cryptography`, the fixture loader and cel-rust unloaded."""
     code = textwrap.dedent(
         """
         import importlib, pathlib, sys
         import tunnelgw.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
             importlib.import_module(f"handlers.{path.stem}")
-        loaded = [m for m in ("cryptography", "tunnelgw.fixtures", "alembic") if m in sys.modules]
+        lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel")
+        loaded = [m for m in lazy if m in sys.modules]
         print(",".join(loaded))
         """
     )
