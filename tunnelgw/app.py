@@ -7,8 +7,12 @@ nature: an app applies it when it starts, unless the process already runs with t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
+import hashlib
+import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -52,11 +56,33 @@ class _OrjsonText:
 
 
 def load_spec() -> dict[str, Any]:
-    """The parsed `openapi.yaml` (libyaml's parser when PyYAML has it: ten times faster)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with SPEC_FILE.open(encoding="utf-8") as fh:
-        spec: dict[str, Any] = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+    """The parsed `openapi.yaml`, a fresh copy for each caller (callers adapt it)."""
+    spec: dict[str, Any] = orjson.loads(_parsed_spec())
     return spec
+
+
+@functools.cache
+def _parsed_spec() -> bytes:
+    """`openapi.yaml` parsed, as JSON. Constructing the YAML's objects takes ~0.1 s, a tenth
+    of start-up; JSON loads 25 times faster. So the parse is kept, like Python's bytecode,
+    in `__pycache__/openapi.<digest of the file>.json` beside the spec (written unless the
+    folder is read-only or `PYTHONDONTWRITEBYTECODE` is set; a changed spec has another
+    digest and is parsed again). Once per process either way."""
+    text = SPEC_FILE.read_bytes()
+    cached = SPEC_DIR / "__pycache__" / f"openapi.{hashlib.sha256(text).hexdigest()[:32]}.json"
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        kept = cached.read_bytes()
+        orjson.loads(kept)  # a damaged file is parsed again (4 ms)
+        return kept
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ten times faster
+    parsed = orjson.dumps(yaml.load(text, Loader=loader))  # noqa: S506 - a safe loader
+    if not sys.dont_write_bytecode:
+        with contextlib.suppress(OSError):
+            cached.parent.mkdir(exist_ok=True)
+            partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+            partial.write_bytes(parsed)
+            os.replace(partial, cached)
+    return parsed
 
 
 def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:

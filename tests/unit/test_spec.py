@@ -120,3 +120,60 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
                 item.get()
                 compiled += 1
     assert compiled > 2 * len(OPERATIONS)
+
+
+@pytest.fixture
+def spec_copy(tmp_path, monkeypatch):
+    """The app's spec loading pointed at a copy of openapi.yaml in `tmp_path`."""
+    from tunnelgw import app
+
+    spec_file = tmp_path / "openapi.yaml"
+    spec_file.write_bytes(app.SPEC_FILE.read_bytes())
+    monkeypatch.setattr(app, "SPEC_DIR", tmp_path)
+    monkeypatch.setattr(app, "SPEC_FILE", spec_file)
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    app._parsed_spec.cache_clear()
+    yield spec_file
+    app._parsed_spec.cache_clear()
+
+
+def test_the_parsed_spec_is_kept_and_equals_the_yaml(spec_copy, monkeypatch):
+    from tunnelgw import app
+
+    assert app.load_spec() == SPEC
+    [kept] = (spec_copy.parent / "__pycache__").glob("openapi.*.json")
+    app._parsed_spec.cache_clear()  # a new process: the kept parse serves it, not the YAML
+    monkeypatch.setattr(app.yaml, "load", lambda *_a, **_k: pytest.fail("parsed again"))
+    assert app.load_spec() == SPEC
+    first, second = app.load_spec(), app.load_spec()
+    first["info"]["title"] = "changed"  # each caller gets its own copy
+    assert second["info"]["title"] == SPEC["info"]["title"]
+    assert kept.exists()
+
+
+def test_a_changed_spec_is_parsed_again(spec_copy):
+    from tunnelgw import app
+
+    app.load_spec()
+    spec_copy.write_text(spec_copy.read_text().replace(SPEC["info"]["title"], "Renamed", 1))
+    app._parsed_spec.cache_clear()
+    assert app.load_spec()["info"]["title"] == "Renamed"
+    assert len(list((spec_copy.parent / "__pycache__").glob("openapi.*.json"))) == 2
+
+
+def test_a_damaged_parse_is_parsed_again(spec_copy):
+    from tunnelgw import app
+
+    app.load_spec()
+    [kept] = (spec_copy.parent / "__pycache__").glob("openapi.*.json")
+    kept.write_bytes(b'{"openapi": ')
+    app._parsed_spec.cache_clear()
+    assert app.load_spec() == SPEC
+
+
+def test_nothing_is_written_without_bytecode_writing(spec_copy, monkeypatch):
+    from tunnelgw import app
+
+    monkeypatch.setattr("sys.dont_write_bytecode", True)
+    assert app.load_spec() == SPEC
+    assert not (spec_copy.parent / "__pycache__").exists()
