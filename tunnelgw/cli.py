@@ -134,12 +134,13 @@ def _settings() -> Settings:
     return Settings()
 
 
-def _with_database(work: Callable[[Database], Awaitable[Any]]) -> Any:
-    """Run `work` on the configured database, migrated to the newest schema first."""
+def _with_database(work: Callable[[Database], Awaitable[Any]], *, isolated: bool = False) -> Any:
+    """Run `work` on the configured database, migrated to the newest schema first (by a
+    forked child when `isolated`: see tunnelgw.migrate.upgrade)."""
 
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    migrate.upgrade(settings.resolved_database_url())
+    migrate.upgrade(settings.resolved_database_url(), isolated=isolated)
 
     return db.run_with(settings.resolved_database_url(), work)
 
@@ -189,7 +190,12 @@ def _serve(args: argparse.Namespace) -> int:
     # The bootstrap and the fixture load are the start of the repeatable sequence.
     ids.ensure_seeded(settings.id_seed)
     logging.config.dictConfig(log_config(settings.log_level, json_logs=settings.json_logs))
-    created = _with_database(_bootstrap)
+    # The server lives long: Alembic, needed only to migrate, stays out of it.
+    try:
+        created = _with_database(_bootstrap, isolated=True)
+    except migrate.MigrationError as exc:
+        print(f"tunnelgw: the database could not be migrated: {exc}", file=sys.stderr)
+        return 1
     _prepare_kek(settings)
     base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
     if created is not None:

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import multiprocessing
+import os
 import sqlite3
+import sys
+import threading
+import traceback
 from collections.abc import Iterator
+from multiprocessing.connection import Connection as PipeEnd
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,16 +98,56 @@ def _sqlite_lock(url: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def upgrade(url: str) -> str | None:
+def upgrade(url: str, *, isolated: bool = False) -> str | None:
     """Migrate the database at `url` to head; returns the revision it is at afterwards. A
-    database already at head is only read (Alembic is not even imported)."""
+    database already at head is only read (Alembic is not even imported).
+
+    `isolated` (the server's start): a database that needs migrating is migrated by a forked
+    child process, so Alembic and what it loads (~13 MiB) never stay resident in the server.
+    Only where `fork` exists and the process has no other thread; otherwise here."""
 
     try:
         if _stored_revision_sync(url) == HEAD:
             return HEAD
     except Exception:  # noqa: S110 - Alembic, below, reports what is wrong with the database
         pass
+    if isolated and hasattr(os, "fork") and threading.active_count() == 1:
+        return _upgrade_in_child(url)
     return _upgrade(url)
+
+
+class MigrationError(RuntimeError):
+    """The forked migration failed: its error, as the child reported it."""
+
+
+def _upgrade_in_child(url: str) -> str | None:
+    context = multiprocessing.get_context("fork")
+    sys.stdout.flush()  # the child flushes what it inherits when it ends: nothing, then
+    sys.stderr.flush()
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_child_upgrade, args=(url, writer), name="tunnelgw-migrate")
+    child.start()
+    writer.close()
+    try:
+        failed, result = reader.recv()
+    except EOFError:
+        failed, result = True, "the migration process ended without an answer"
+    finally:
+        reader.close()
+        child.join()
+    if failed:
+        raise MigrationError(result)
+    revision: str | None = result
+    return revision
+
+
+def _child_upgrade(url: str, writer: PipeEnd) -> None:  # pragma: no cover - the forked child
+    try:
+        writer.send((False, _upgrade(url)))
+    except BaseException as exc:  # reported to the parent, which raises it
+        writer.send((True, "".join(traceback.format_exception_only(exc)).strip()))
+    finally:
+        writer.close()
 
 
 def _stored_revision_sync(url: str) -> str | None:

@@ -34,6 +34,19 @@ def test_migrate_creates_the_database(data_dir, capsys):
     assert (data_dir / "tunnelgw.db").exists()
 
 
+def test_the_command_runs_with_the_collector_back_on(data_dir, capsys, monkeypatch):
+    """The `tunnelgw` command pauses the garbage collector only while it imports."""
+    import gc
+
+    from tunnelgw.__main__ import run
+
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda: seen.append(gc.isenabled()) or 0)
+    assert run() == 0
+    assert seen == [True]
+    assert gc.isenabled()
+
+
 def test_account_principal_and_key(data_dir, capsys):
     account = run(capsys, "accounts", "create", "--name", "acme")
     assert account["account_id"].startswith("acct_")
@@ -329,3 +342,16 @@ def test_serve_refuses_deterministic_ids_with_several_workers(
     assert "--deterministic-ids (TUNNELGW_ID_SEED) needs --workers 1" in capsys.readouterr().err
     assert calls == []
     assert not (data_dir / "tunnelgw.db").exists()  # refused before touching the database
+
+
+def test_serve_stops_when_the_database_cannot_be_migrated(data_dir, monkeypatch, capsys):
+    calls = _isolate_serve_env(monkeypatch)
+
+    def refuse(url: str, *, isolated: bool = False) -> None:
+        assert isolated  # the server's start migrates in a child process
+        raise migrate.MigrationError("OperationalError: disk I/O error")
+
+    monkeypatch.setattr(migrate, "upgrade", refuse)
+    assert cli.main(["serve"]) == 1
+    assert "could not be migrated: OperationalError: disk I/O error" in capsys.readouterr().err
+    assert calls == []  # uvicorn never started

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -21,6 +24,8 @@ import models  # noqa: F401
 from tests import pgcluster
 from tests.factories import x509_certificate
 from tunnelgw import migrate
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -51,6 +56,44 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
         results = list(pool.map(lambda _: migrate.upgrade(url), range(4)))
     assert results == [migrate.head()] * 4
     assert migrate.upgrade(url) == migrate.head()
+
+
+ISOLATED_UPGRADE = """
+import sys
+from tunnelgw import migrate
+try:
+    print(migrate.upgrade(sys.argv[1], isolated=True))
+except migrate.MigrationError as exc:
+    print("MigrationError:", exc)
+print("alembic loaded" if "alembic" in sys.modules else "alembic not loaded")
+"""
+
+
+def _isolated_upgrade(url: str) -> list[str]:
+    """`upgrade(url, isolated=True)` in a fresh, single-threaded interpreter (this one runs
+    threads, and a forked migration needs none): what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", ISOLATED_UPGRADE, url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_the_server_start_migrates_in_a_child_and_keeps_alembic_out(url):
+    assert _isolated_upgrade(url) == [migrate.head(), "alembic not loaded"]
+    assert migrate.upgrade(url) == migrate.head()  # really at head, for this process too
+
+
+def test_a_failed_migration_in_the_child_is_reported(tmp_path):
+    (tmp_path / "blocked").write_text("a file where the database's folder should be")
+    printed = _isolated_upgrade(f"sqlite:///{tmp_path / 'blocked' / 'm.db'}")
+    assert printed[0].startswith("MigrationError: ")
+    assert "Not a directory" in printed[0]
+    assert printed[1] == "alembic not loaded"
 
 
 def test_sync_url_maps_async_drivers():
