@@ -18,7 +18,6 @@ from tunnelgw import (
     db,
     hostnames,
     ids,
-    listing,
     resources,
     settings,
     timefmt,
@@ -78,9 +77,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        row = await resources.get_owned(unit, AgentIngress, auth.caller(), id)
-    return (await certstore.settled_rows([row]))[0].to_api()
+    return await certstore.read_settled(AgentIngress, id)
 
 
 async def list(
@@ -89,22 +86,9 @@ async def list(
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    if filter is not None:  # rows settled before the filter sees them
-        return await listing.read_filtered(
-            AgentIngress,
-            "ingresses",
-            limit,
-            before_id,
-            beforeId,
-            filter,
-            prepare=certstore.settled_rows,
-        )
-    async with db.read() as unit:
-        rows, more = await resources.page_rows(
-            unit, AgentIngress, auth.caller(), limit, before_id, beforeId
-        )
-    rows = await certstore.settled_rows(rows)
-    return resources.envelope("ingresses", AgentIngress.PATH, rows, limit, more=more)
+    return await certstore.list_settled(
+        AgentIngress, "ingresses", limit, before_id, beforeId, filter
+    )
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

@@ -8,11 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from models import Edge
-from models.edge import KIND_PREFIXES
 from tunnelgw import auth, db, edges, resources
 from tunnelgw.db import Unit
-
-PATH = "/edges/https"
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -27,19 +24,8 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> dict[str, Any]:
-    return await resources.read_page(
-        Edge,
-        "https_edges",
-        limit,
-        before_id,
-        beforeId,
-        filter,
-        renderer=_with_routes,
-        prefix=KIND_PREFIXES["https"],
-        schema="HttpsEdge",
-        path=PATH,
-    )
+) -> resources.Listed:
+    return await edges.read_page("https", limit, before_id, beforeId, filter, renderer=_with_routes)
 
 
 async def _with_routes(unit: Unit, rows: builtins.list[Edge]) -> Callable[[Edge], dict[str, Any]]:

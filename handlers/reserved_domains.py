@@ -15,7 +15,6 @@ from tunnelgw import (
     certstore,
     db,
     ids,
-    listing,
     reserved_names,
     resources,
     timefmt,
@@ -87,9 +86,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        row = await resources.get_owned(unit, ReservedDomain, auth.caller(), id)
-    return (await certstore.settled_rows([row]))[0].to_api()
+    return await certstore.read_settled(ReservedDomain, id)
 
 
 async def list(
@@ -98,22 +95,9 @@ async def list(
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    if filter is not None:  # rows settled before the filter sees them
-        return await listing.read_filtered(
-            ReservedDomain,
-            "reserved_domains",
-            limit,
-            before_id,
-            beforeId,
-            filter,
-            prepare=certstore.settled_rows,
-        )
-    async with db.read() as unit:
-        rows, more = await resources.page_rows(
-            unit, ReservedDomain, auth.caller(), limit, before_id, beforeId
-        )
-    rows = await certstore.settled_rows(rows)
-    return resources.envelope("reserved_domains", ReservedDomain.PATH, rows, limit, more=more)
+    return await certstore.list_settled(
+        ReservedDomain, "reserved_domains", limit, before_id, beforeId, filter
+    )
 
 
 async def _locked(unit: Unit, caller: Caller, id_: str) -> ReservedDomain:

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Edge
-from models.edge import KIND_PREFIXES
 from tunnelgw import auth, db, edges, resources
-
-PATH = "/edges/tcp"
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -22,15 +18,5 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> dict[str, Any]:
-    return await resources.read_page(
-        Edge,
-        "tcp_edges",
-        limit,
-        before_id,
-        beforeId,
-        filter,
-        prefix=KIND_PREFIXES["tcp"],
-        schema="TcpEdge",
-        path=PATH,
-    )
+) -> resources.Listed:
+    return await edges.read_page("tcp", limit, before_id, beforeId, filter)

@@ -13,8 +13,6 @@ from tunnelgw.auth import Caller
 from tunnelgw.db import Unit
 from tunnelgw.resources import Body
 
-PATH = "/edges/tls"
-
 
 async def _apply(unit: Unit, caller: Caller, edge: Edge, body: dict[str, Any]) -> None:
     resources.apply_patch(edge, body, resources.DESCRIBED_FIELDS)
@@ -43,18 +41,8 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> dict[str, Any]:
-    return await resources.read_page(
-        Edge,
-        "tls_edges",
-        limit,
-        before_id,
-        beforeId,
-        filter,
-        prefix=KIND_PREFIXES["tls"],
-        schema="TlsEdge",
-        path=PATH,
-    )
+) -> resources.Listed:
+    return await edges.read_page("tls", limit, before_id, beforeId, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

@@ -17,7 +17,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from models import IssuingAuthority, TlsCertificate
 from models.cert_managed import CertManaged
 from models.tls_certificate import certificate_columns
-from tunnelgw import certmanagement, db, ids, lazy, records, settings, timefmt
+from tunnelgw import (
+    auth,
+    certmanagement,
+    db,
+    ids,
+    lazy,
+    listing,
+    records,
+    resources,
+    settings,
+    timefmt,
+)
 from tunnelgw.crypto import keys
 from tunnelgw.db import Unit
 from tunnelgw.errors import ApiError, Code
@@ -152,6 +163,36 @@ async def settled_rows(rows: list[M]) -> list[M]:
     new_keys = await _keys_for(due, now)
     fresh: dict[str, Any] = await settle(model, [row.id for row in due], new_keys)  # type: ignore[attr-defined]
     return [fresh.get(row.id, row) for row in rows]  # type: ignore[attr-defined]
+
+
+async def read_settled(model: type[M], id_: str) -> dict[str, Any]:
+    """GET of a certificate-managed resource: the caller's row `id_` as of now (404 else)."""
+    async with db.read() as unit:
+        row: Any = await resources.get_owned(unit, model, auth.caller(), id_)
+    api: dict[str, Any] = (await settled_rows([row]))[0].to_api()
+    return api
+
+
+async def list_settled(
+    model: type[M],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    before_id_alias: str | None,
+    expression: str | None,
+) -> dict[str, Any]:
+    """LIST of a certificate-managed resource: each row settled to now before it is rendered
+    (and before a `filter` expression sees it)."""
+    scoped: Any = model
+    if expression is not None:
+        return await listing.read_filtered(
+            scoped, key, limit, before_id, before_id_alias, expression, prepare=settled_rows
+        )
+    async with db.read() as unit:
+        rows, more = await resources.page_rows(
+            unit, scoped, auth.caller(), limit, before_id, before_id_alias
+        )
+    return resources.envelope(key, scoped.PATH, await settled_rows(rows), limit, more=more)
 
 
 async def _issue(unit: Unit, row: Any, issue_at: datetime, made_key: Any) -> TlsCertificate:

@@ -27,12 +27,30 @@ async def get(unit: Unit, caller: Caller, kind: str, edge_id: str, *, lock: Lock
     return edge
 
 
-async def page(
-    unit: Unit, caller: Caller, kind: str, limit: int, before_id: str | None, alias: str | None
-) -> tuple[list[Edge], bool]:
-    """One page of the caller's edges of `kind`, newest first, and whether more follow."""
-    return await resources.page_rows(
-        unit, Edge, caller, limit, before_id, alias, prefix=KIND_PREFIXES[kind]
+SCHEMAS = {"https": "HttpsEdge", "tcp": "TcpEdge", "tls": "TlsEdge"}
+
+
+async def read_page(
+    kind: str,
+    limit: int,
+    before_id: str | None,
+    alias: str | None,
+    expression: str | None,
+    *,
+    renderer: resources.Renderer | None = None,
+) -> resources.Listed:
+    """LIST of the caller's edges of `kind` (`/edges/{kind}`, envelope `{kind}_edges`)."""
+    return await resources.read_page(
+        Edge,
+        f"{kind}_edges",
+        limit,
+        before_id,
+        alias,
+        expression,
+        renderer=renderer,
+        prefix=KIND_PREFIXES[kind],
+        schema=SCHEMAS[kind],
+        path=f"{Edge.PATH}/{kind}",
     )
 
 
