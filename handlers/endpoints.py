@@ -23,7 +23,7 @@ async def list(
     url: builtins.list[str] | None = None,
     ids: builtins.list[str] | None = None,
     urls: builtins.list[str] | None = None,
-) -> dict[str, Any]:
+) -> resources.Listed:
     """`id`/`ids` and `url`/`urls` are exact-match filters (any of the ids, any of the
     URLs); with `filter`, an endpoint must pass all of them."""
     exact: dict[str, set[str]] = {}

@@ -70,7 +70,7 @@ async def list(
     before_id: str | None = None,
     beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> dict[str, Any]:
+) -> resources.Listed:
     return await resources.read_page(
         EventSubscription,
         "event_subscriptions",

@@ -75,6 +75,7 @@ class ApplicationSession(AccountScoped, table=True):
     )
     PREFIX: ClassVar[str] = "appses"
     PATH: ClassVar[str] = "/app/sessions"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     public_url: str = Field(default="", sa_type=Text)
     # BrowserSession as the API shows it: user_agent, ip_address, location.

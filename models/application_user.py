@@ -18,6 +18,7 @@ class ApplicationUser(AccountScoped, table=True):
     __table_args__ = (Index("ix_application_user_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "appusr"
     PATH: ClassVar[str] = "/app/users"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     identity_provider_name: str = Field(default="", sa_type=Text)
     identity_provider_url: str = Field(default="", sa_type=Text)

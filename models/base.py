@@ -41,6 +41,10 @@ class AccountScoped(Row):
 
     PREFIX: ClassVar[str]
     PATH: ClassVar[str]  # collection path, e.g. "/api_keys"
+    # True only when `to_api()` is a pure function of the row's columns and the base URL (no
+    # clock, no other rows, no per-request state): list pages then reuse each item's validated
+    # JSON while its row is unchanged (tunnelgw.rendercache).
+    CACHED_RENDERING: ClassVar[bool] = False
 
     id: str = id_field(primary_key=True)
     account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")

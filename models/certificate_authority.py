@@ -16,6 +16,7 @@ class CertificateAuthority(DescribedResource, table=True):
     __table_args__ = (Index("ix_certificate_authority_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ca"
     PATH: ClassVar[str] = "/certificate_authorities"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # The normalised PEM; the other columns are derived from it once, at upload.
     ca_pem: str = Field(sa_type=Text)

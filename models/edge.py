@@ -40,6 +40,9 @@ class Edge(DescribedResource, table=True):
     )
     PREFIX: ClassVar[str] = "edg"  # per row: KIND_PREFIXES[kind]
     PATH: ClassVar[str] = "/edges"
+    # to_api() of TCP and TLS edges reads the row and base URL only; HTTPS edge lists pass
+    # their routes through a renderer, which lists never cache.
+    CACHED_RENDERING: ClassVar[bool] = True
 
     kind: str = Field(sa_type=String(8))
     hostports: list[str] = Field(default_factory=list, sa_type=JSON)

@@ -21,6 +21,7 @@ class Endpoint(AccountScoped, table=True):
     __table_args__ = (Index("ix_endpoint_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ep"
     PATH: ClassVar[str] = "/endpoints"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     updated_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
     region: str = Field(default="us", sa_type=String(8))

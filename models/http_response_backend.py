@@ -15,6 +15,7 @@ class HttpResponseBackend(DescribedResource, table=True):
     __table_args__ = (Index("ix_http_response_backend_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "bkdhr"
     PATH: ClassVar[str] = "/backends/http_response"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     body: str = Field(default="", sa_type=Text)
     # Header names stored lowercased; NULL when there are none.

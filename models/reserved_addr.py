@@ -22,6 +22,7 @@ class ReservedAddr(DescribedResource, table=True):
     )
     PREFIX: ClassVar[str] = "ra"
     PATH: ClassVar[str] = "/reserved_addrs"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     host: str = Field(sa_type=String(253))  # lower case
     port: int

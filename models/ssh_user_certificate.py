@@ -25,6 +25,7 @@ class SshUserCertificate(DescribedResource, table=True):
     )
     PREFIX: ClassVar[str] = "sucrt"
     PATH: ClassVar[str] = "/ssh_user_certificates"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # No foreign key: expired certificates outlive their CA and keep naming it.
     ssh_certificate_authority_id: str = id_field()

@@ -263,6 +263,18 @@ class Unit:
                 self._track(row)
         return loaded
 
+    async def select_rows(
+        self, model: type[Any], condition: str, args: Sequence[Any]
+    ) -> list[tuple[Any, ...]]:
+        """The result rows of `select` as the driver returns them (tuples of the stored
+        values, in table column order), not loaded; `records.table_sql(model, unit.dialect)
+        .load` makes a record of one. Read units only (a write unit tracks what it loads)."""
+        if self.writes:
+            raise RuntimeError("select_rows is for read units; use select")
+        table = records.table_sql(model, self.dialect)
+        rows: list[tuple[Any, ...]] = await self._conn.fetch(table.where(condition), args)
+        return rows
+
     @property
     def mark(self) -> str:
         """The dialect's parameter placeholder (`?` or `%s`)."""

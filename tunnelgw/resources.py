@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy import bindparam, select
 
 from models.base import AccountScoped
-from tunnelgw import auth, db, ids, urls
+from tunnelgw import auth, db, ids, records, rendercache, urls
 from tunnelgw.auth import Caller
 from tunnelgw.db import Lock, Query, Unit
 from tunnelgw.errors import ApiError, Code
@@ -24,6 +24,9 @@ T = TypeVar("T")
 Body = dict[str, Any] | None
 
 MAX_LIMIT = 100
+
+# What a list handler returns: the envelope, or a page the pipeline renders (rendercache).
+Listed = dict[str, Any] | rendercache.Page
 
 
 async def _of_caller(unit: Unit, model: type[R], caller: Caller, id_: str, lock: Lock) -> R | None:
@@ -154,17 +157,24 @@ async def keyset_rows(
     first: keyset on the (account_id, id) index. `prefix` keeps the rows whose ids have that
     prefix, in a table holding several kinds (edges): ids sort by prefix first, so they are
     one range of the same index."""
-    mark = unit.mark
+    condition, args = _keyset(unit.mark, account_id, start, count, prefix)
+    return await unit.select(model, condition, args)
+
+
+def _keyset(
+    mark: str, account_id: str, start: str | None, count: int, prefix: str | None
+) -> tuple[str, list[Any]]:
+    """The condition (ordered, limited) and arguments of `keyset_rows`."""
     if prefix is not None:
         # `_` < '`': every id `<prefix>_...` lies between these two bounds.
         condition = f'"account_id" = {mark} AND "id" > {mark} AND "id" < {mark}'
-        args = [account_id, f"{prefix}_", start or f"{prefix}`", count]
+        args: list[Any] = [account_id, f"{prefix}_", start or f"{prefix}`", count]
     elif start is None:
         condition, args = f'"account_id" = {mark}', [account_id, count]
     else:
         condition = f'"account_id" = {mark} AND "id" < {mark}'
         args = [account_id, start, count]
-    return await unit.select(model, f'{condition} ORDER BY "id" DESC LIMIT {mark}', args)
+    return f'{condition} ORDER BY "id" DESC LIMIT {mark}', args
 
 
 async def select_in(unit: Unit, model: type[T], column: str, values: Sequence[Any]) -> list[T]:
@@ -218,11 +228,13 @@ async def read_page(
     prefix: str | None = None,
     schema: str | None = None,
     path: str | None = None,
-) -> dict[str, Any]:
+) -> Listed:
     """LIST: one page of the caller's rows in the list envelope named `key`, of those
     matching `filter_` when given (tunnelgw.listing). `renderer` renders rows with their
     related rows; `prefix` lists one kind of a shared table (edges), whose items follow the
-    spec schema `schema` and live under the collection `path`."""
+    spec schema `schema` and live under the collection `path`. An unfiltered page of a model
+    whose rendering is cached (tunnelgw.rendercache) is a `Page`, which the pipeline renders
+    and validates."""
     if filter_ is not None:
         from tunnelgw import listing
 
@@ -239,11 +251,49 @@ async def read_page(
             path=path,
         )
     async with db.read() as unit:
+        if renderer is None and unit.dialect == "sqlite" and rendercache.cacheable(model):
+            return await _cached_page(
+                unit, model, key, limit, before_id, before_id_alias, prefix, path
+            )
         rows, more = await page_rows(
             unit, model, auth.caller(), limit, before_id, before_id_alias, prefix=prefix
         )
         render = await renderer(unit, rows) if renderer is not None and rows else None
     return envelope(key, path or model.PATH, rows, limit, more=more, render=render)
+
+
+async def _cached_page(
+    unit: Unit,
+    model: type[R],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    before_id_alias: str | None,
+    prefix: str | None,
+    path: str | None,
+) -> rendercache.Page:
+    """`read_page` of a model whose items render through tunnelgw.rendercache: the same rows
+    (`page_rows`), unloaded, in a `Page` the pipeline renders."""
+    start = cursor(prefix or model.PREFIX, before_id, before_id_alias)
+    condition, args = _keyset(unit.mark, auth.caller().account_id, start, limit + 1, prefix)
+    rows = await unit.select_rows(model, condition, args)
+    table = records.table_sql(model, unit.dialect)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    collection = path or model.PATH
+    next_uri = None
+    if more:
+        last_id = rows[-1][table.spec.attrs.index("id")]
+        next_uri = urls.absolute(collection, limit=limit, before_id=last_id)
+    return rendercache.Page(
+        model,
+        key,
+        rows,
+        table.load,
+        base=urls.base(),
+        uri=urls.absolute(collection),
+        next_page_uri=next_uri,
+    )
 
 
 async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:

@@ -1,0 +1,95 @@
+"""The render cache's bound and eviction, and which models may use it."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+import orjson
+import pytest
+
+import models
+from models import ApiKey, FaultRule, HttpResponseBackend
+from models.base import AccountScoped
+from tunnelgw import rendercache
+from tunnelgw.rendercache import RenderCache, weight
+
+
+def _key(n: int) -> tuple[Any, tuple[Any, ...]]:
+    return ("scope", (f"id_{n:04d}", "account", n))
+
+
+def test_the_cap_holds_and_the_least_recently_used_go_first():
+    data = b'{"id":"x"}' * 10
+    one = weight(_key(0)[1], data)
+    cache = RenderCache(max_bytes=one * 5)
+    for n in range(5):
+        cache.store(_key(n), data)
+    assert len(cache) == 5
+    assert cache.entries.get(_key(0)) is not None
+    cache.entries.move_to_end(_key(0))  # what a hit does
+    for n in range(5, 50):
+        cache.store(_key(n), data)
+        assert cache.size <= cache.max_bytes
+    assert len(cache) == 5
+    assert set(cache.entries) == {_key(n) for n in range(45, 50)}
+    cache.store(_key(50), data)  # evicts the oldest, 45
+    assert _key(45) not in cache.entries
+    cache.clear()
+    assert (len(cache), cache.size) == (0, 0)
+
+
+def test_a_hit_keeps_an_entry_alive():
+    data = b"[1]"
+    cache = RenderCache(max_bytes=weight(_key(0)[1], data) * 3)
+    for n in range(3):
+        cache.store(_key(n), data)
+    cache.entries.move_to_end(_key(0))
+    cache.store(_key(3), data)
+    assert _key(0) in cache.entries
+    assert _key(1) not in cache.entries
+
+
+def test_an_item_over_the_item_bound_is_served_but_not_kept():
+    cache = RenderCache(max_bytes=1 << 20, max_item_bytes=1000)
+    big = orjson.dumps("x" * 2000)
+    fragment = cache.store(_key(0), big)
+    assert orjson.dumps([fragment]) == b"[" + big + b"]"
+    assert len(cache) == 0
+
+
+def test_only_models_that_opt_in_and_have_no_float_columns_are_cached(monkeypatch):
+    assert rendercache.cacheable(HttpResponseBackend)
+    assert not rendercache.cacheable(ApiKey)  # not opted in
+    monkeypatch.setattr(FaultRule, "CACHED_RENDERING", True, raising=False)
+    assert not rendercache.cacheable(FaultRule)  # `probability` is a float
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        m
+        for m in vars(models).values()
+        if isinstance(m, type) and issubclass(m, AccountScoped) and m.CACHED_RENDERING
+    ],
+)
+def test_opted_in_models_are_cacheable(model):
+    assert rendercache.cacheable(model)
+
+
+def test_the_cap_bounds_the_memory_really_held():
+    """The weights are not optimistic: the cache's traced memory stays within its cap."""
+    cache = RenderCache(max_bytes=256 * 1024)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(3000):
+            row = (f"bkdhr_{n:027d}", "acct_" + "x" * 27, f"2026-11-23 14:27:{n % 60:02d}.000000")
+            data = orjson.dumps({"id": row[0], "uri": "http://h/" + row[0], "n": n})
+            cache.store(("scope", row), data)
+            del row, data
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.size <= cache.max_bytes
+    assert held <= cache.max_bytes * 1.1, held
