@@ -240,8 +240,12 @@ class Unit:
         """The row of `model` with primary key `key` (a tuple for composite keys), or None.
         In a write unit, a row already loaded is returned as is."""
         key = key if isinstance(key, tuple) else (key,)
-        if self.writes and (model, key) in self._tracked:
-            return self._tracked[(model, key)][0]  # type: ignore[return-value]
+        if self.writes:
+            if (model, key) in self._tracked:
+                return self._tracked[(model, key)][0]  # type: ignore[return-value]
+        elif not lock and (carried := _carried.get()) and carried[0] is model and carried[1] == key:
+            _carried.set(None)  # read with the credential check (carry): once
+            return carried[2]  # type: ignore[no-any-return]
         table = records.table_sql(model, self.dialect)  # type: ignore[arg-type]
         sql = table.by_pk + _LOCKS[lock] if self.dialect == "postgresql" else table.by_pk
         rows = await self._conn.fetch(sql, key)
@@ -471,6 +475,20 @@ class _ReadScope:
     async def __aexit__(self, *exc: Any) -> None:
         if self._lease is not None:
             await self._lease.__aexit__(*exc)
+
+
+# A row the request's credential check read in its own statement (tunnelgw.auth): (model,
+# primary key, the record or None when there is no such row). The request's first read unit
+# that asks for that row takes it instead of reading it again; write units never do.
+_carried: ContextVar[tuple[Any, tuple[Any, ...], Any] | None] = ContextVar(
+    "tunnelgw_carried_row", default=None
+)
+
+
+def carry(carried: tuple[Any, tuple[Any, ...], Any] | None) -> None:
+    """Hand a row read with the credential check to the request's read of it (or, with None,
+    drop any: the credential check of each request starts with that)."""
+    _carried.set(carried)
 
 
 class _SharedReads:

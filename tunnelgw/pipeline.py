@@ -158,6 +158,7 @@ class Operation:
         self.version_headers = tuple(h.lower().encode("latin-1") for h in version_headers)
         self.versioned = versioned
         self.authenticate = _security(operation)
+        self.row = _row_target(operation, self.path)
         self.max_body_bytes = max_body_bytes
         self.body = _Body(operation) if operation.request_body else None
         # Body fields that repeat a path parameter (`x-path-param`), as client libraries send.
@@ -174,7 +175,8 @@ class Operation:
             _check_version(headers, self.version_headers)
         async with db.request_scope():
             if self.authenticate is not None:
-                token_info.set(await self.authenticate(headers))
+                row = self._row(scope) if self.row is not None else None
+                token_info.set(await self.authenticate(headers, row))
             kwargs = self._arguments(scope)
             if self.body is not None:
                 body = await self.body.read(scope, headers, receive, self.max_body_bytes)
@@ -187,6 +189,19 @@ class Operation:
                 await faults.apply(caller.account_id, self.spec_operation_id)
             result = await self.handler(**kwargs)
         await self._respond(result, send)
+
+    def _row(self, scope: Scope) -> tuple[str, str] | None:
+        """(collection, id) of the resource this GET reads, for the credential check to read
+        along (`_row_target`); None when the id is not valid (its error comes after the
+        credential check, from `_arguments`)."""
+        assert self.row is not None
+        collection, param = self.row
+        try:
+            value = param.coerce(str(scope.get("path_params", {}).get(param.name, "")))
+            param.check(value)
+        except ApiError:
+            return None
+        return (collection, value) if isinstance(value, str) else None
 
     def _arguments(self, scope: Scope) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -340,9 +355,24 @@ def body_too_large(limit: int) -> ApiError:
 # --- security -----------------------------------------------------------------------------
 
 
-def _security(
-    operation: AbstractOperation,
-) -> Callable[[list[tuple[bytes, bytes]]], Awaitable[dict[str, Any]]] | None:
+def _row_target(operation: AbstractOperation, path: list[Param]) -> tuple[str, Param] | None:
+    """For a GET of `<collection>/{id}` (one resource by its id): the collection path and the
+    id parameter. The credential check is then given the id, so that it can read the
+    resource in the same statement as the key (tunnelgw.auth.bearer_info)."""
+    if operation.method.lower() != "get" or len(path) != 1:
+        return None
+    collection, _, last = operation.path.rpartition("/")
+    if last != "{" + path[0].name + "}" or "{" in collection or not collection:
+        return None
+    return collection, path[0]
+
+
+# x-bearerInfoFunc: (token, the (collection, id) a GET of one resource reads, or None).
+BearerInfo = Callable[[str, tuple[str, str] | None], Awaitable[dict[str, Any]]]
+Authenticate = Callable[[list[tuple[bytes, bytes]], tuple[str, str] | None], Awaitable[Any]]
+
+
+def _security(operation: AbstractOperation) -> Authenticate | None:
     """The credential check of `operation` (HTTP bearer with `x-bearerInfoFunc`, the only
     scheme the spec uses), or None for operations without security."""
     requirements = [r for r in (operation.security or []) if r]
@@ -354,18 +384,18 @@ def _security(
     scheme = operation.security_schemes[scheme_name]
     if scheme.get("type") != "http" or scheme.get("scheme", "").lower() != "bearer":
         raise NotImplementedError(f"{operation.operation_id}: only HTTP bearer is supported")
-    bearer_info: Callable[[str], Awaitable[dict[str, Any]]] = get_function_from_name(
-        scheme["x-bearerInfoFunc"]
-    )
+    bearer_info: BearerInfo = get_function_from_name(scheme["x-bearerInfoFunc"])
 
-    async def authenticate(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    async def authenticate(
+        headers: list[tuple[bytes, bytes]], row: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
         header = _header(headers, b"authorization")
         if header is None:
             raise ApiError(Code.AUTHENTICATION_REQUIRED)
         kind, _, token = header.partition(" ")
         if kind.lower() != "bearer" or not token.strip():
             raise ApiError(Code.INVALID_CREDENTIALS)
-        return await bearer_info(token.strip())
+        return await bearer_info(token.strip(), row)
 
     return authenticate
 
