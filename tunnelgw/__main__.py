@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import gc
 
+from tunnelgw import lazy
+
+# Before the command line imports Connexion (spawned workers do it in tunnelgw/worker.py).
+lazy.defer_unused()
+
 
 def run() -> int:
     """Import the command line with the cyclic garbage collector paused, then run it.

@@ -224,7 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     uvicorn.run(
-        "tunnelgw.app:create_app",
+        "tunnelgw.worker:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,

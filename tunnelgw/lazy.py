@@ -6,6 +6,8 @@ Pair it with a `TYPE_CHECKING` import so type checkers see the real module."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -32,3 +34,50 @@ class LazyModule:
 def module(name: str) -> Any:
     """The lazy stand-in of the module `name` (see the module docstring)."""
     return LazyModule(name)
+
+
+class _Deferred(ModuleType):
+    """The `sys.modules` entry of a third-party module until its first attribute read (see
+    `defer`). It has the real module's `__spec__` and `__name__`, which the import system
+    reads to hand it out on `import name`; every other attribute imports the real module
+    (replacing this entry) and is read from it."""
+
+    def __getattr__(self, attr: str) -> Any:
+        real = self.__dict__.get("_deferred_real")
+        if real is None:
+            name = self.__name__
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+            real = importlib.import_module(name)
+            self.__dict__["_deferred_real"] = real
+        return getattr(real, attr)
+
+
+def defer(name: str) -> None:
+    """Let `import name` (by any module, later) bind a stand-in that imports the real module
+    at its first attribute read. For a package that a dependency imports at start-up only to
+    call it in a path the server never takes: Connexion imports `requests` (~5 MiB with
+    urllib3 and charset_normalizer, ~0.08 s) for specs with remote `$ref`s. Only the serving
+    process does this (`defer_unused`); a no-op when `name` is already imported or not
+    installed."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = _Deferred(name)
+    stand_in.__spec__ = spec
+    sys.modules[name] = stand_in
+
+
+# Imported by a dependency at start-up, never run by the server: Connexion imports `requests`
+# to fetch remote `$ref`s, and openapi.yaml has none.
+UNUSED_BY_THE_SERVER = ("requests",)
+
+
+def defer_unused() -> None:
+    """`defer` each of `UNUSED_BY_THE_SERVER`: in a serving process only (`tunnelgw/__main__.py`
+    and `tunnelgw/worker.py`), never in one that imports tunnelgw as a library (tests, the
+    pytest plugin), whose own `import requests` should be the plain module."""
+    for name in UNUSED_BY_THE_SERVER:
+        defer(name)

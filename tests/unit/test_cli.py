@@ -156,7 +156,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert seen["timeout_keep_alive"] == 75
     assert configured[0]["loggers"]["tunnelgw"]["level"] == "WARNING"
     assert seen["log_config"] == configured[0]
-    assert seen["app"] == "tunnelgw.app:create_app"
+    assert seen["app"] == "tunnelgw.worker:create_app"
     # Several workers share one fresh Prometheus directory in the data dir.
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(data_dir / "prometheus")
     assert (data_dir / "prometheus").is_dir()

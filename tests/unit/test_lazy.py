@@ -1,5 +1,5 @@
 """Lazy modules: `cryptography`, the fixture loader and cel-rust load at first use, not at
-start-up."""
+start-up; the serving process defers `requests` (lazy.defer)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from tunnelgw import lazy
 
@@ -21,16 +23,20 @@ def test_a_lazy_module_imports_at_the_first_attribute_read():
     assert stand_in.parse_ca is x509.parse_ca
 
 
-def test_serving_imports_neither_cryptography_nor_the_fixture_loader():
+@pytest.mark.parametrize("entry", ["tunnelgw.__main__", "tunnelgw.worker"])
+def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every
-    handler Connexion resolves) leaves `cryptography`, the fixture loader and cel-rust unloaded."""
+    handler Connexion resolves) leaves `cryptography`, the fixture loader, cel-rust and
+    `requests` (with urllib3) unloaded: in the main process (`tunnelgw.__main__` first) and
+    in a spawned worker (`tunnelgw.worker` first)."""
     code = textwrap.dedent(
-        """
+        f"""
         import importlib, pathlib, sys
+        import {entry}
         import tunnelgw.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
-            importlib.import_module(f"handlers.{path.stem}")
-        lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel")
+            importlib.import_module(f"handlers.{{path.stem}}")
+        lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
         loaded = [m for m in lazy if m in sys.modules]
         print(",".join(loaded))
         """
@@ -39,3 +45,34 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == ""
+
+
+def test_a_deferred_module_is_the_real_one_at_its_first_use():
+    """`lazy.defer`: `import requests` binds a stand-in that loads nothing until read; then
+    attributes, `from` imports and submodules are the real module's, and `sys.modules` holds
+    the real module."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from tunnelgw import lazy
+        lazy.defer("requests")
+        lazy.defer("requests")  # twice is once
+        lazy.defer("no_such_module_anywhere")  # not installed: nothing
+        import requests
+        stand_in = requests
+        assert "urllib3" not in sys.modules and "no_such_module_anywhere" not in sys.modules
+        assert stand_in.codes.ok == 200
+        assert "urllib3" in sys.modules
+        from requests.adapters import HTTPAdapter
+        import requests.sessions
+        real = sys.modules["requests"]
+        assert type(real).__name__ == "module" and real is not stand_in
+        assert stand_in.Session is real.Session is requests.sessions.Session
+        assert issubclass(HTTPAdapter, real.adapters.BaseAdapter)
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "ok", done.stderr
