@@ -479,7 +479,8 @@ class _ReadScope:
 
 # A row the request's credential check read in its own statement (tunnelgw.auth): (model,
 # primary key, the record or None when there is no such row). The request's first read unit
-# that asks for that row takes it instead of reading it again; write units never do.
+# that asks for that row takes it instead of reading it again; write units never do. The
+# request's scope (`request_scope`) drops it at the end, taken or not.
 _carried: ContextVar[tuple[Any, tuple[Any, ...], Any] | None] = ContextVar(
     "tunnelgw_carried_row", default=None
 )
@@ -523,6 +524,7 @@ class _SharedReads:
 
     async def __aexit__(self, *exc: Any) -> None:
         _shared.reset(self._token)
+        _carried.set(None)  # a row carried to a handler that failed before reading it
         if self._lease is not None:
             lease, self._lease, self._conn = self._lease, None, None
             await lease.__aexit__(*exc)
@@ -533,7 +535,7 @@ class _NoScope:
         return None
 
     async def __aexit__(self, *exc: Any) -> None:
-        return None
+        _carried.set(None)  # a row carried to a handler that failed before reading it
 
 
 _NO_SCOPE = _NoScope()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from models import HttpResponseBackend
 from tests.factories import assert_error
 from tunnelgw import db
 
@@ -84,3 +85,25 @@ def test_a_write_reads_its_row_afresh(admin, statements):
     assert changed.json()["description"] == "after"
     assert any('FROM "http_response_backend" WHERE' in sql for sql in statements), statements
     assert admin.get(f"{PATH}/{created['id']}").json()["description"] == "after"
+
+
+def test_a_carried_row_is_taken_once_by_a_read_and_dropped_with_the_request(admin, factory):
+    """db.carry: a read unit takes the carried row once; a write unit reads the table; the
+    request's scope drops a row no handler took (a handler that failed before its read)."""
+    created = admin.post(PATH, json={"description": "stored"}).json()
+    key = (created["id"],)
+    stale = HttpResponseBackend.new(id=created["id"], account_id="acct_x", description="stale")
+
+    async def check() -> None:
+        async with db.request_scope():
+            db.carry((HttpResponseBackend, key, stale))
+            async with db.write() as unit:
+                assert (await unit.get(HttpResponseBackend, key)).description == "stored"
+            async with db.read() as unit:
+                assert await unit.get(HttpResponseBackend, key) is stale
+                assert (await unit.get(HttpResponseBackend, key)).description == "stored"
+            db.carry((HttpResponseBackend, key, stale))
+        async with db.read() as unit:
+            assert (await unit.get(HttpResponseBackend, key)).description == "stored"
+
+    factory._run(check)
