@@ -53,25 +53,22 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     resource's row is then read in the same statement as the key (one database round trip
     for the request, not two) and carried to the handler's read of it (db.carry): the key is
     still checked on every request, in the very statement that reads the data."""
-    db.carry(None)
     if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
         raise ApiError(Code.INVALID_CREDENTIALS)
     digest = hash_token(token)
     model = _MODELS_AT.get(row[0]) if row is not None else None
-    carried: Any = None
+    target = (model, row[1]) if model is not None and row is not None else None
     async with db.read() as unit:
-        if model is None or row is None:
+        if target is None:
             found = (await unit.exec(_BY_TOKEN_HASH, {"digest": digest})).first()
         else:
-            params = {"digest": digest, "row_id": row[1]}
-            found = (await unit.exec(_with_row(model), params)).first()
-            if found is not None:
-                found, carried = found[:6], found[6]
+            params = {"digest": digest, "row_id": target[1]}
+            found = (await unit.exec(_with_row(target[0]), params)).first()
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
-    if model is not None and row is not None:
-        # The outer join gives a record of NULLs when there is no such row.
-        db.carry((model, (row[1],), carried if carried.id is not None else None))
+    if target is not None:  # the row's record: all NULLs from the outer join when there is none
+        found, carried = found[:6], found[6]
+        db.carry((target[0], (target[1],), carried if carried.id is not None else None))
     _, key_id, principal_id, account_id, is_admin, clock_offset = found
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)

@@ -487,8 +487,8 @@ _carried: ContextVar[tuple[Any, tuple[Any, ...], Any] | None] = ContextVar(
 
 
 def carry(carried: tuple[Any, tuple[Any, ...], Any] | None) -> None:
-    """Hand a row read with the credential check to the request's read of it (or, with None,
-    drop any: the credential check of each request starts with that)."""
+    """Hand a row read with the credential check to the request's read of it (None: drop it,
+    as the request's scope does when it ends)."""
     _carried.set(carried)
 
 

@@ -27,9 +27,6 @@ async def get(unit: Unit, caller: Caller, kind: str, edge_id: str, *, lock: Lock
     return edge
 
 
-SCHEMAS = {"https": "HttpsEdge", "tcp": "TcpEdge", "tls": "TlsEdge"}
-
-
 async def read_page(
     kind: str,
     limit: int,
@@ -39,7 +36,8 @@ async def read_page(
     *,
     renderer: resources.Renderer | None = None,
 ) -> resources.Listed:
-    """LIST of the caller's edges of `kind` (`/edges/{kind}`, envelope `{kind}_edges`)."""
+    """LIST of the caller's edges of `kind` (`/edges/{kind}`, envelope `{kind}_edges`, items
+    of the spec schema `HttpsEdge`, `TcpEdge` or `TlsEdge`)."""
     return await resources.read_page(
         Edge,
         f"{kind}_edges",
@@ -49,7 +47,7 @@ async def read_page(
         expression,
         renderer=renderer,
         prefix=KIND_PREFIXES[kind],
-        schema=SCHEMAS[kind],
+        schema=f"{kind.capitalize()}Edge",
         path=f"{Edge.PATH}/{kind}",
     )
 

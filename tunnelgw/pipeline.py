@@ -173,11 +173,13 @@ class Operation:
             raise body_too_large(self.max_body_bytes)
         if self.versioned:
             _check_version(headers, self.version_headers)
+        path = self._path_values(scope)
         async with db.request_scope():
             if self.authenticate is not None:
-                row = self._row(scope) if self.row is not None else None
-                token_info.set(await self.authenticate(headers, row))
-            kwargs = self._arguments(scope)
+                token_info.set(await self.authenticate(headers, self._row(path)))
+            if isinstance(path, ApiError):  # reported after the credential check
+                raise path
+            kwargs = self._arguments(scope, path)
             if self.body is not None:
                 body = await self.body.read(scope, headers, receive, self.max_body_bytes)
                 if self.echoes and body is not None:
@@ -190,27 +192,30 @@ class Operation:
             result = await self.handler(**kwargs)
         await self._respond(result, send)
 
-    def _row(self, scope: Scope) -> tuple[str, str] | None:
-        """(collection, id) of the resource this GET reads, for the credential check to read
-        along (`_row_target`); None when the id is not valid (its error comes after the
-        credential check, from `_arguments`)."""
-        assert self.row is not None
-        collection, param = self.row
+    def _path_values(self, scope: Scope) -> dict[str, Any] | ApiError:
+        """Each path parameter's checked value, or the error of the first that fails."""
+        values: dict[str, Any] = {}
+        given = scope.get("path_params", {})
         try:
-            value = param.coerce(str(scope.get("path_params", {}).get(param.name, "")))
-            param.check(value)
-        except ApiError:
+            for param in self.path:
+                value = param.coerce(str(given.get(param.name, "")))
+                param.check(value)
+                values[param.name] = value
+        except ApiError as exc:
+            return exc
+        return values
+
+    def _row(self, path: dict[str, Any] | ApiError) -> tuple[str, str] | None:
+        """(collection, id) of the resource this GET reads, for the credential check to read
+        along (`_row_target`); None for other operations and for an invalid id."""
+        if self.row is None or isinstance(path, ApiError):
             return None
+        collection, param = self.row
+        value = path[param.name]
         return (collection, value) if isinstance(value, str) else None
 
-    def _arguments(self, scope: Scope) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
-        path_values = scope.get("path_params", {})
-        for param in self.path:
-            value = param.coerce(str(path_values.get(param.name, "")))
-            param.check(value)
-            if param.argument:
-                kwargs[param.name] = value
+    def _arguments(self, scope: Scope, path: dict[str, Any]) -> dict[str, Any]:
+        kwargs = {p.name: path[p.name] for p in self.path if p.argument}
         query_string = scope.get("query_string", b"")
         given = self._query(query_string) if query_string else {}
         for name, param in self.query.items():

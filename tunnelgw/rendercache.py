@@ -141,8 +141,7 @@ class Page:
     def as_dict(self) -> dict[str, Any]:
         """The envelope with each item rendered afresh (no cache)."""
         load = self.load
-        items = [load(row).to_api() for row in self.rows]
-        return {self.key: items, "uri": self.uri, "next_page_uri": self.next_page_uri}
+        return self.envelope([load(row).to_api() for row in self.rows])
 
     def items(
         self, check: ItemCheck, scope: object, cache: RenderCache | None = None

@@ -198,8 +198,14 @@ def envelope(
     """The list envelope of a page of `rows`, each rendered by `render` (default: the row's
     `to_api()`)."""
     items = [row.to_api() if render is None else render(row) for row in rows]
-    next_uri = urls.absolute(path, limit=limit, before_id=items[-1]["id"]) if more else None
-    return {key: items, "uri": urls.absolute(path), "next_page_uri": next_uri}
+    uri, next_uri = _links(path, limit, items[-1]["id"] if more else None)
+    return {key: items, "uri": uri, "next_page_uri": next_uri}
+
+
+def _links(path: str, limit: int, last_id: str | None) -> tuple[str, str | None]:
+    """A page's `uri` and `next_page_uri` (None when it is the last: no `last_id`)."""
+    next_uri = None if last_id is None else urls.absolute(path, limit=limit, before_id=last_id)
+    return urls.absolute(path), next_uri
 
 
 # Whole operations on the caller's rows, one unit of work each.
@@ -280,19 +286,10 @@ async def _cached_page(
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
     rows = rows[:limit]
-    collection = path or model.PATH
-    next_uri = None
-    if more:
-        last_id = rows[-1][table.spec.attrs.index("id")]
-        next_uri = urls.absolute(collection, limit=limit, before_id=last_id)
+    last_id = rows[-1][table.spec.attrs.index("id")] if more else None
+    uri, next_uri = _links(path or model.PATH, limit, last_id)
     return rendercache.Page(
-        model,
-        key,
-        rows,
-        table.load,
-        base=urls.base(),
-        uri=urls.absolute(collection),
-        next_page_uri=next_uri,
+        model, key, rows, table.load, base=urls.base(), uri=uri, next_page_uri=next_uri
     )
 
 
