@@ -112,6 +112,15 @@ def schema_error(error: ValidationError) -> ApiError:
     instance: Any = error.instance
     kind = error.validator
     schema: Any = error.schema
+    if kind == "anyOf" and error.context and not error.absolute_path:
+        # A body that fits none of its alternative forms: report the form it went furthest
+        # into (the deepest error; the first form on a tie), e.g. the backend missing inside
+        # the `module` it sent rather than the flat field it did not send.
+        return schema_error(
+            max(
+                error.context, key=lambda e: (len(e.absolute_path), -int(e.relative_schema_path[0]))
+            )
+        )
     if kind == "required":
         required: Any = error.validator_value
         missing = next((name for name in required if name not in instance), str(error.message))

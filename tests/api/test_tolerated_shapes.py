@@ -218,7 +218,12 @@ def test_wrapped_module_is_the_flat_one(admin, edge, backend):
 @pytest.mark.parametrize(
     ("body", "status", "code", "field"),
     [
-        ({"id": "edgtls_0ERZHb3hGoaYLY3tKA0JZBzonDJ"}, 400, "ERR_INVALID_FIELD", "id"),
+        (
+            {"id": "edgtls_0ERZHb3hGoaYLY3tKA0JZBzonDJ", "module": {"backend_id": "B"}},
+            400,
+            "ERR_INVALID_FIELD",
+            "id",
+        ),
         ({"module": {}}, 400, "ERR_MISSING_FIELD", "module.backend_id"),
         ({"module": {"enabled": True}}, 400, "ERR_MISSING_FIELD", "module.backend_id"),
         ({"module": {"backend_id": "bkdtg_x"}}, 400, "ERR_INVALID_FIELD", "module.backend_id"),
