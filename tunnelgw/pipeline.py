@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl
+from urllib.parse import unquote_plus
 
 import jsonschema_rs
 import orjson
@@ -233,8 +233,15 @@ class Operation:
         return kwargs
 
     def _query(self, query_string: bytes) -> dict[str, list[str]]:
+        """Each query parameter's values as sent, still percent-encoded (`_query_value`
+        decodes them: a non-exploded array splits on its literal commas first, so an encoded
+        `%2C` stays inside its item)."""
         given: dict[str, list[str]] = {}
-        for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        for pair in query_string.decode("latin-1").split("&"):
+            if not pair:
+                continue
+            raw_name, _, value = pair.partition("=")
+            name = _unquote(raw_name)
             if name not in self.query:
                 raise ApiError(
                     Code.INVALID_PARAMETER,
@@ -249,10 +256,10 @@ class Operation:
     def _query_value(param: Param, values: list[str]) -> Any:
         if param.kind == "array":
             parts = values if param.explode else [p for v in values for p in v.split(",")]
-            return [param.coerce(part) for part in parts]
+            return [param.coerce(_unquote(part)) for part in parts]
         if len(values) > 1:
             raise _invalid(param, "given more than once.")
-        return param.coerce(values[0])
+        return param.coerce(_unquote(values[0]))
 
     async def _respond(self, result: Any, send: Send) -> None:
         status = 200
@@ -273,6 +280,11 @@ class Operation:
             await _send(send, status, b"", None)
             return
         await _send(send, status, orjson.dumps(result), JSON)
+
+
+def _unquote(text: str) -> str:
+    """A query component decoded as `parse_qsl` decodes it (`+` is a space, UTF-8)."""
+    return unquote_plus(text, encoding="utf-8", errors="replace")
 
 
 def _path_echoes(schema: dict[str, Any]) -> tuple[tuple[str, str], ...]:

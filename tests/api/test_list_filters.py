@@ -254,6 +254,10 @@ def test_endpoint_exact_filters(admin, factory):
     assert listed(f"ids={a.id},{b.id}") == [b.id, a.id]
     assert listed("url=https%3A%2F%2Fb.example.com") == [b.id]
     assert listed("urls=https%3A%2F%2Fb.example.com,https%3A%2F%2Fc.example.com") == [c.id, b.id]
+    # Items are split on literal commas only: an encoded comma stays inside its URL (five
+    # items, not nine: the list's limit is five).
+    commas = [f"https%3A%2F%2Fx{n}.example.com%2Fa%2Cb" for n in range(4)]
+    assert listed("urls=" + ",".join(["https%3A%2F%2Fb.example.com", *commas])) == [b.id]
     assert listed(f"id={a.id}&url=https%3A%2F%2Fb.example.com") == []
     assert listed(f"id={b.id}&filter=obj.port%20%3D%3D%20443") == [b.id]
     assert listed(f"id={ids.new_id('ep')}") == []
