@@ -10,6 +10,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "contract" / "schemathesis.toml"
 MAX_EXAMPLES = os.environ.get("TUNNELGW_CONTRACT_EXAMPLES", "40")
 MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
+# A fixed seed by default, so a run is repeatable (up to the time limit and the server's own
+# random ids) and a failure can be replayed; `random` lets Schemathesis pick one per run
+# (it prints it), to explore beyond what the fixed seed reaches.
+SEED = os.environ.get("TUNNELGW_CONTRACT_SEED", "20261123")
 EXAMPLE = ROOT / "fixtures" / "example.yaml"
 
 
@@ -119,8 +124,31 @@ def _schemathesis(
     )
 
 
-def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path]) -> None:
+def _seed(offset: int = 0) -> list[str]:
+    return [] if SEED == "random" else ["--seed", str(int(SEED) + offset)]
+
+
+def hypothesis_crashes(junit: Path) -> list[str]:
+    """The operations of a failed run whose only problem was an exception raised inside
+    Hypothesis's own engine (its target-phase optimiser has an IndexError on some inputs;
+    Schemathesis reports it as a runtime error of the operation). Empty when any operation
+    failed a check or had any other error: those are ours and are never re-run."""
+    crashed = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if case.find("failure") is not None:
+            return []
+        errors = [(e.get("message") or "") + (e.text or "") for e in case.iter("error")]
+        if errors:
+            if not all("hypothesis/internal/conjecture/" in text for text in errors):
+                return []
+            crashed.append(case.get("name") or "")
+    return crashed
+
+
+def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path], tmp_path: Path) -> None:
     base, token, config = server
+    report = ROOT / ".schemathesis-report"
+    junit = tmp_path / "junit.xml"
     result = _schemathesis(
         base,
         token,
@@ -131,12 +159,43 @@ def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path]) -> No
         "--report",
         "junit",
         "--report-dir",
-        str(ROOT / ".schemathesis-report"),
+        str(report),
+        "--report-junit-path",
+        str(junit),
+        *_seed(),
         config=config,
     )
-    print(result.stdout[-20000:])
+    print(f"seed: {SEED}", result.stdout[-20000:])
+    assert "Stateful" in result.stdout, result.stdout[-3000:]
+    crashed = hypothesis_crashes(junit) if result.returncode else []
+    if crashed:
+        # A crash inside Hypothesis left those operations untested, not failed: they run
+        # again, on their own with the next seed, and must pass there.
+        print(f"Hypothesis crashed on {crashed}; running them again")
+        only = [arg for name in crashed for arg in ("--include-name", name)]
+        result = _schemathesis(
+            base, token, "--max-examples", MAX_EXAMPLES, *only, *_seed(1), config=config
+        )
+        print(result.stdout[-20000:])
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-    assert "Stateful" in result.stdout
+
+
+def test_hypothesis_crashes_are_told_from_our_failures(tmp_path: Path) -> None:
+    def junit(*cases: str) -> Path:
+        path = tmp_path / "junit.xml"
+        body = "".join(f'<testcase name="{name}">{inner}</testcase>' for name, inner in cases)
+        path.write_text(f"<testsuites><testsuite>{body}</testsuite></testsuites>")
+        return path
+
+    engine = (
+        '<error message="IndexError">File ".../hypothesis/internal/conjecture/optimiser.py"</error>'
+    )
+    ours = '<error message="Runtime Error">File ".../tunnelgw/handlers.py"</error>'
+    failed = '<failure message="Server error" />'
+    assert hypothesis_crashes(junit(("GET /a", ""), ("PUT /b", engine))) == ["PUT /b"]
+    assert hypothesis_crashes(junit(("PUT /b", engine), ("GET /a", failed))) == []
+    assert hypothesis_crashes(junit(("PUT /b", engine), ("GET /a", ours))) == []
+    assert hypothesis_crashes(junit(("PUT /b", engine + ours))) == []
 
 
 def test_a_wrong_token_fails_the_run(server: tuple[str, str, Path]) -> None:
@@ -193,6 +252,7 @@ def test_schemathesis_admin_api(
             MAX_EXAMPLES,
             "--max-time",
             str(max(60, int(MAX_TIME) // 4)),
+            *_seed(),
             config=config,
         )
         print(result.stdout[-20000:])
