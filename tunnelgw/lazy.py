@@ -74,10 +74,22 @@ def defer(name: str) -> None:
 # to fetch remote `$ref`s, and openapi.yaml has none.
 UNUSED_BY_THE_SERVER = ("requests",)
 
+# Optional parts a dependency imports inside `try: ... except ImportError:` and does without:
+# httpx (which Connexion's app imports through Starlette's test client) its command-line
+# client `httpx._main` (click, rich and pygments: ~3 MiB, ~70 modules; httpx then defines a
+# `main` that says the CLI is not installed), uvicorn its watchfiles reloader (StatReload
+# instead; `serve` never reloads). In a serving process they are made unimportable.
+OPTIONAL_UNUSED_BY_THE_SERVER = ("httpx._main", "uvicorn.supervisors.watchfilesreload")
+
 
 def defer_unused() -> None:
-    """`defer` each of `UNUSED_BY_THE_SERVER`: in a serving process only (`tunnelgw/__main__.py`
-    and `tunnelgw/worker.py`), never in one that imports tunnelgw as a library (tests, the
-    pytest plugin), whose own `import requests` should be the plain module."""
+    """`defer` each of `UNUSED_BY_THE_SERVER` and block each of
+    `OPTIONAL_UNUSED_BY_THE_SERVER`: in a serving process only (`tunnelgw/__main__.py` and
+    `tunnelgw/worker.py`), never in one that imports tunnelgw as a library (tests, the pytest
+    plugin), whose own `import requests` or httpx command line should be the plain one."""
     for name in UNUSED_BY_THE_SERVER:
         defer(name)
+    for name in OPTIONAL_UNUSED_BY_THE_SERVER:
+        # None in sys.modules makes `import name` raise ImportError (the import system's own
+        # convention); never when it is already imported.
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]

@@ -27,8 +27,9 @@ def test_a_lazy_module_imports_at_the_first_attribute_read():
 def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every
     handler Connexion resolves) leaves `cryptography`, the fixture loader, cel-rust and
-    `requests` (with urllib3) unloaded: in the main process (`tunnelgw.__main__` first) and
-    in a spawned worker (`tunnelgw.worker` first)."""
+    `requests` (with urllib3) unloaded, and neither httpx's command line (rich, pygments) nor
+    uvicorn's watchfiles reloader importable: in the main process (`tunnelgw.__main__` first)
+    and in a spawned worker (`tunnelgw.worker` first). httpx itself still works."""
     code = textwrap.dedent(
         f"""
         import importlib, pathlib, sys
@@ -37,7 +38,10 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         for path in pathlib.Path("handlers").glob("*.py"):
             importlib.import_module(f"handlers.{{path.stem}}")
         lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
+        lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]
+        import httpx
+        assert "httpx" in sys.modules and httpx.Request("GET", "http://x/").method == "GET"
         print(",".join(loaded))
         """
     )
