@@ -35,7 +35,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
 
-from tunnelgw import records, runtime
+from tunnelgw import records, rendercache, runtime
 from tunnelgw.errors import ApiError, Code
 from tunnelgw.records import Record
 
@@ -383,6 +383,9 @@ class Database:
         self._writer: _SqliteConnection | None = None
         self._write_lock = asyncio.Lock()
         self._pool: Any = None
+        # List pages of this database's cached-rendering models, valid while `data_marker`
+        # reads the same (tunnelgw.rendercache.PageCache); emptied when connections reopen.
+        self.pages = rendercache.PageCache()
 
     def read(self) -> _ReadScope:
         """`async with database.read() as unit:` statements outside a transaction."""
@@ -394,10 +397,28 @@ class Database:
 
     def _sqlite(self, *, writer: bool) -> _SqliteConnection:
         if self._writer is None:
+            self.pages.clear()  # markers of other connections mean nothing to these
             self._writer = _SqliteConnection(self._connect(query_only=False))
             memory = self._path in ("", ":memory:")
             self._reader = self._writer if memory else _SqliteConnection(self._connect(True))
         return self._writer if writer else self._reader  # type: ignore[return-value]
+
+    def data_marker(self) -> tuple[int, int] | None:
+        """A value that reads the same only while no change to the SQLite database was made,
+        by any connection, since it was last read: the reader connection's
+        `PRAGMA data_version` (which moves when another connection, in this process or
+        another, commits: our writer, other workers, the command line) with our writer's
+        `total_changes` (which moves when it changes a row, committed or not, so a write in
+        progress can only make the marker differ). None on PostgreSQL and on an in-memory
+        database, whose one connection reads its own uncommitted writes."""
+        if not self.is_sqlite:
+            return None
+        reader = self._sqlite(writer=False)
+        writer = self._writer
+        if reader is writer or writer is None:
+            return None
+        version: int = reader.raw.execute("PRAGMA data_version").fetchone()[0]
+        return version, writer.raw.total_changes
 
     def _connect(self, query_only: bool) -> sqlite3.Connection:
         raw = sqlite3.connect(
@@ -443,6 +464,7 @@ class Database:
         for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
             conn.raw.close()
         self._reader = self._writer = None
+        self.pages.clear()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

@@ -30,6 +30,13 @@ back the same:
   `MAX_ITEM_BYTES` is rendered every time and not kept.
 
 The output is byte for byte what `orjson.dumps` of the rendered envelope gives.
+
+The rows of a page are kept too (`PageCache`, one per database), while the database is
+unchanged: reading 101 rows with every column costs ~4x reading their ids from the index
+(bench/README.md). A page's rows are stored under (model, account, cursor, limit, kind) with
+the database's `data_marker` read just before the query, and served again only while the
+marker reads the same, which is only while nobody (this worker, another worker, another
+process) has changed any row since. The credential check still runs first on every request.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ from sqlalchemy import Float, Numeric
 
 # The documented bound of the cache of one process (each worker has its own).
 MAX_BYTES = 8 * 1024 * 1024
+# The bound of a database's page cache, in rows (their tuples are mostly the render cache's
+# keys too, so the pages add little of their own while those entries live).
+MAX_PAGE_ROWS = 5000
 MAX_ITEM_BYTES = 64 * 1024
 # An entry's cost besides its JSON and its row's values: the key tuples, the Fragment, the
 # OrderedDict's node and hash table slot (measured ~250 bytes on CPython 3.11; rounded up).
@@ -99,6 +109,41 @@ def weight(row: tuple[Any, ...], data: bytes) -> int:
 
 
 CACHE = RenderCache()
+
+
+class PageCache:
+    """A bounded LRU from a page's key to (the database's data marker, the page's rows): the
+    rows are served again only under the same marker (see the module docstring)."""
+
+    __slots__ = ("max_rows", "pages", "rows")
+
+    def __init__(self, max_rows: int = MAX_PAGE_ROWS) -> None:
+        self.pages: OrderedDict[Any, tuple[Any, Sequence[tuple[Any, ...]]]] = OrderedDict()
+        self.max_rows = max_rows
+        self.rows = 0  # the rows of the pages kept
+
+    def get(self, key: Any, marker: Any) -> Sequence[tuple[Any, ...]] | None:
+        entry = self.pages.get(key)
+        if entry is None or entry[0] != marker:
+            return None
+        self.pages.move_to_end(key)
+        return entry[1]
+
+    def store(self, key: Any, marker: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        pages = self.pages
+        old = pages.pop(key, None)
+        if old is not None:
+            self.rows -= len(old[1])
+        if len(rows) > self.max_rows:
+            return
+        pages[key] = (marker, rows)
+        self.rows += len(rows)
+        while self.rows > self.max_rows:
+            self.rows -= len(pages.popitem(last=False)[1][1])
+
+    def clear(self) -> None:
+        self.pages.clear()
+        self.rows = 0
 
 
 def cacheable(model: Any) -> bool:

@@ -279,10 +279,20 @@ async def _cached_page(
     path: str | None,
 ) -> rendercache.Page:
     """`read_page` of a model whose items render through tunnelgw.rendercache: the same rows
-    (`page_rows`), unloaded, in a `Page` the pipeline renders."""
+    (`page_rows`), unloaded, in a `Page` the pipeline renders; the rows read last time while
+    the database is unchanged since (`rendercache.PageCache`)."""
     start = cursor(prefix or model.PREFIX, before_id, before_id_alias)
-    condition, args = _keyset(unit.mark, auth.caller().account_id, start, limit + 1, prefix)
-    rows = await unit.select_rows(model, condition, args)
+    account_id = auth.caller().account_id
+    database = db.current()
+    # Read before the query: a change after it makes the marker differ next time.
+    marker = database.data_marker()
+    page = (model, account_id, start, limit, prefix)
+    rows = database.pages.get(page, marker) if marker is not None else None
+    if rows is None:
+        condition, args = _keyset(unit.mark, account_id, start, limit + 1, prefix)
+        rows = await unit.select_rows(model, condition, args)
+        if marker is not None:
+            database.pages.store(page, marker, rows)
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
     rows = rows[:limit]

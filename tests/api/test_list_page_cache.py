@@ -1,0 +1,129 @@
+"""A list page of a cached-rendering model is read again only when the database changed
+(tunnelgw.rendercache.PageCache under Database.data_marker): an unchanged database answers
+from the rows kept, with the credential check still run; a change by this server, or by any
+other connection to the file, is seen by the very next list."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+
+from tests.factories import assert_error
+from tunnelgw import db
+from tunnelgw.rendercache import PageCache
+
+PATH = "/backends/http_response"
+
+pytestmark = pytest.mark.inprocess  # reads the in-process server's database and statements
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL of every read the server runs from now on (but the fault rules' lookup)."""
+    seen: list[str] = []
+    original = db._SqliteConnection.fetch
+
+    async def fetch(self: Any, sql: str, args: Any) -> Any:
+        if "fault_rule" not in sql:
+            seen.append(sql)
+        return await original(self, sql, args)
+
+    monkeypatch.setattr(db._SqliteConnection, "fetch", fetch)
+    return seen
+
+
+@pytest.fixture
+def database(admin: Any) -> db.Database:
+    database = db.current()
+    if database.data_marker() is None:
+        pytest.skip("the page cache is for SQLite files")
+    return database
+
+
+def _page_reads(statements: list[str]) -> list[str]:
+    return [sql for sql in statements if 'FROM "http_response_backend"' in sql]
+
+
+def test_an_unchanged_database_answers_a_page_without_reading_it(admin, database, statements):
+    for n in range(3):
+        admin.post(PATH, json={"description": f"b{n}"})
+    statements.clear()
+    first = admin.get(PATH)
+    assert len(_page_reads(statements)) == 1
+    statements.clear()
+    again = admin.get(PATH)
+    assert again.content == first.content
+    assert _page_reads(statements) == []
+    assert len(statements) == 1
+    assert "credential.token_hash" in statements[0]
+
+
+def test_the_key_is_still_checked_on_a_kept_page(admin, factory, database):
+    admin.post(PATH, json={})
+    key = admin.post("/api_keys", json={}).json()
+    client = factory.client(key["token"])
+    assert client.get(PATH).json() == client.get(PATH).json()  # the second one kept
+    assert admin.delete(f"/api_keys/{key['id']}").status_code == 204
+    assert_error(client.get(PATH), 401, "ERR_INVALID_CREDENTIALS")
+
+
+def test_a_write_through_the_api_is_seen_by_the_next_list(admin, database, statements):
+    created = admin.post(PATH, json={"description": "before"}).json()
+    assert [b["description"] for b in admin.get(PATH).json()["backends"]] == ["before"]
+    admin.patch(f"{PATH}/{created['id']}", json={"description": "after"})
+    statements.clear()
+    assert [b["description"] for b in admin.get(PATH).json()["backends"]] == ["after"]
+    assert len(_page_reads(statements)) == 1
+
+
+def test_a_commit_by_another_connection_is_seen_by_the_next_list(admin, database):
+    """Another worker, the command line or an operator's sqlite3 shell: any commit to the
+    file moves the reader's data_version."""
+    created = admin.post(PATH, json={"description": "before"}).json()
+    assert admin.get(PATH).json()["backends"][0]["description"] == "before"
+    outside = sqlite3.connect(database._path)
+    try:
+        with outside:
+            outside.execute(
+                "UPDATE http_response_backend SET description = ? WHERE id = ?",
+                ("changed elsewhere", created["id"]),
+            )
+    finally:
+        outside.close()
+    assert admin.get(PATH).json()["backends"][0]["description"] == "changed elsewhere"
+
+
+def test_pages_are_kept_per_account_cursor_and_limit(admin, other, database):
+    mine = [admin.post(PATH, json={}).json()["id"] for _ in range(3)]
+    theirs = other.post(PATH, json={}).json()["id"]
+    for _ in range(2):  # the second round answers from the kept pages
+        assert [b["id"] for b in admin.get(PATH).json()["backends"]] == mine[::-1]
+        assert [b["id"] for b in other.get(PATH).json()["backends"]] == [theirs]
+        one = admin.get(PATH, params={"limit": 1}).json()
+        assert [b["id"] for b in one["backends"]] == [mine[2]]
+        after = admin.get(PATH, params={"limit": 1, "before_id": mine[2]}).json()
+        assert [b["id"] for b in after["backends"]] == [mine[1]]
+
+
+def test_an_in_memory_database_keeps_no_pages():
+    assert db.Database("sqlite://").data_marker() is None
+
+
+def test_a_page_is_served_only_under_its_marker_and_the_cache_is_bounded():
+    cache = PageCache(max_rows=4)
+    rows = [("a",), ("b",)]
+    cache.store("p1", (1, 0), rows)
+    assert cache.get("p1", (1, 0)) is rows
+    assert cache.get("p1", (2, 0)) is None
+    assert cache.get("p1", (1, 1)) is None
+    cache.store("p2", (1, 0), [("c",), ("d",)])
+    cache.get("p1", (1, 0))  # p1 is now the most recently used
+    cache.store("p3", (1, 0), [("e",)])
+    assert cache.get("p2", (1, 0)) is None  # evicted: 5 rows > 4
+    assert cache.get("p1", (1, 0)) is rows
+    assert cache.rows == 3
+    cache.store("big", (1, 0), [("x",)] * 5)  # more than the bound alone: not kept
+    assert cache.get("big", (1, 0)) is None
+    assert cache.rows == 3
