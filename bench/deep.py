@@ -68,6 +68,12 @@ class Layout:
         return [self.id_of(n) for n in range(start, min(last, start + count) + 1)]
 
 
+# Cursors the deep-paging scenario cycles through: more pages than a server keeps
+# (tunnelgw.rendercache.MAX_PAGE_ROWS / PAGE = 50), so every page is read from the database
+# and the figure is the query's, not the page cache's.
+CURSORS = 200
+
+
 def page_paths(before_ids: list[str]) -> tuple[str, ...]:
     return tuple(f"{HttpResponseBackend.PATH}?limit={PAGE}&before_id={id_}" for id_ in before_ids)
 

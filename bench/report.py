@@ -145,7 +145,8 @@ CONTEXT: tuple[tuple[str, Callable[[Report], float | None], str], ...] = (
     ("GET 2 workers / bare reference 2 workers", lambda r: _ratio(r, "get_2w", "ref_get_2w"), "x"),
     ("bare reference, 2 workers / 1 worker", lambda r: _ratio(r, "ref_get_2w", "ref_get"), "x"),
     ("GET p50 / bare reference p50", lambda r: _ratio(r, "get", "ref_get", "p50_ms"), "x"),
-    ("list, PostgreSQL / SQLite", lambda r: _ratio(r, "pg_list", "list"), "x"),
+    ("list of 100, pages read / GET req/s", lambda r: _ratio(r, "list_read", "get"), "x"),
+    ("list, PostgreSQL / SQLite pages read", lambda r: _ratio(r, "pg_list", "list_read"), "x"),
     ("create, PostgreSQL / SQLite", lambda r: _ratio(r, "pg_create", "create"), "x"),
     ("start-up on a fresh data dir (median)", lambda r: _median_startup(r, "fresh"), "s"),
 )

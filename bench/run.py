@@ -48,7 +48,8 @@ RESULTS_DIR = BENCH_DIR / "results"
 PARTS = (
     "get",  # tunnelgw GET by id, --connections
     "seq",  # tunnelgw GET by id, 1 connection
-    "list",
+    "list",  # one list URL: its page is kept while the database is unchanged
+    "listread",  # list pages under rotating cursors, more than are kept: each one read
     "create",
     "workers2",  # tunnelgw (and the reference) with 2 workers
     "reference",
@@ -58,7 +59,7 @@ PARTS = (
     "startup",
     "deep",
 )
-SINGLE = ("get", "seq", "list", "create")
+SINGLE = ("get", "seq", "list", "listread", "create")
 LIST_PATH = f"{data.API_PATH}?limit=100"
 PRISM_WARMUP_S = 5.0  # Node's JIT: Prism serves a third of its speed in its first second
 # Sizes of a full run, and of --smoke (flags given explicitly win).
@@ -256,6 +257,12 @@ class Bench:
             "get": ("get", "GET by id", subject.get, self.concurrent),
             "seq": ("get_seq", "GET by id", subject.get, self.sequential),
             "list": ("list", "list of 100", Load((LIST_PATH,), self.token), self.concurrent),
+            "listread": (
+                "list_read",
+                "list of 100, pages read",
+                Load(data.cursor_list_paths(LIST_PATH, subject.get.paths), self.token),
+                self.concurrent,
+            ),
             "create": (
                 "create",
                 "create",
@@ -410,7 +417,7 @@ class Bench:
         command = servers.tunnelgw_command(1, data_dir)
         with servers.serving("tunnelgw", command, {}, self.workdir / "deep.log", "/readyz") as s:
             for which, (key, name) in enumerate((("deep_big", "big"), ("deep_small", "small"))):
-                paths = deep.page_paths(layout.middle_ids(which))
+                paths = deep.page_paths(layout.middle_ids(which, deep.CURSORS))
                 subject = Subject("tunnelgw", "sqlite", 1, s, Load(paths, creds[which].token))
                 data.check_answer(s.base_url, creds[which].token, paths[0])
                 self.warm_up(subject)
