@@ -69,7 +69,7 @@ class Layout:
 
 
 # Cursors the deep-paging scenario cycles through: more pages than a server keeps
-# (tunnelgw.rendercache.MAX_PAGE_ROWS / PAGE = 50), so every page is read from the database
+# (tunnelgw.rendercache.MAX_PAGE_ROWS / PAGE = 20), so every page is read from the database
 # and the figure is the query's, not the page cache's.
 CURSORS = 200
 

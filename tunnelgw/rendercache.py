@@ -36,7 +36,8 @@ unchanged: reading 101 rows with every column costs ~4x reading their ids from t
 (bench/README.md). A page's rows are stored under (model, account, cursor, limit, kind) with
 the database's `data_marker` read just before the query, and served again only while the
 marker reads the same, which is only while nobody (this worker, another worker, another
-process) has changed any row since. The credential check still runs first on every request.
+process) has changed any row since. A page is kept at its second read under one marker, so
+walking a list keeps nothing. The credential check still runs first on every request.
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ from sqlalchemy import Float, Numeric
 
 # The documented bound of the cache of one process (each worker has its own).
 MAX_BYTES = 8 * 1024 * 1024
-# The bound of a database's page cache, in rows (their tuples are mostly the render cache's
-# keys too, so the pages add little of their own while those entries live).
-MAX_PAGE_ROWS = 5000
+# The bounds of a database's page cache: the rows kept (20 full pages), and the keys of the
+# pages remembered as read once (see PageCache).
+MAX_PAGE_ROWS = 2000
+MAX_SEEN_PAGES = 1024
 MAX_ITEM_BYTES = 64 * 1024
 # An entry's cost besides its JSON and its row's values: the key tuples, the Fragment, the
 # OrderedDict's node and hash table slot (measured ~250 bytes on CPython 3.11; rounded up).
@@ -113,29 +115,44 @@ CACHE = RenderCache()
 
 class PageCache:
     """A bounded LRU from a page's key to (the database's data marker, the page's rows): the
-    rows are served again only under the same marker (see the module docstring)."""
+    rows are served again only under the same marker (see the module docstring). A page is
+    kept the second time it is read under one marker, not the first: a walk through a list
+    reads each page once and keeps none (no memory, no churn), a page read again and again
+    is answered from the third read on."""
 
-    __slots__ = ("max_rows", "pages", "rows")
+    __slots__ = ("max_rows", "max_seen", "pages", "rows", "seen")
 
-    def __init__(self, max_rows: int = MAX_PAGE_ROWS) -> None:
+    def __init__(self, max_rows: int = MAX_PAGE_ROWS, max_seen: int = MAX_SEEN_PAGES) -> None:
         self.pages: OrderedDict[Any, tuple[Any, Sequence[tuple[Any, ...]]]] = OrderedDict()
+        self.seen: OrderedDict[Any, Any] = OrderedDict()  # page key -> marker of its last read
         self.max_rows = max_rows
+        self.max_seen = max_seen
         self.rows = 0  # the rows of the pages kept
 
     def get(self, key: Any, marker: Any) -> Sequence[tuple[Any, ...]] | None:
-        entry = self.pages.get(key)
-        if entry is None or entry[0] != marker:
+        pages = self.pages
+        entry = pages.get(key)
+        if entry is None:
             return None
-        self.pages.move_to_end(key)
+        if entry[0] != marker:  # the database changed since: never served again
+            del pages[key]
+            self.rows -= len(entry[1])
+            return None
+        pages.move_to_end(key)
         return entry[1]
 
     def store(self, key: Any, marker: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        pages = self.pages
-        old = pages.pop(key, None)
-        if old is not None:
-            self.rows -= len(old[1])
+        """`rows` were just read for `key` under `marker`: kept if that page was read under
+        the same marker before, else only remembered as read."""
+        seen = self.seen
+        if seen.pop(key, None) != marker:
+            seen[key] = marker
+            if len(seen) > self.max_seen:
+                seen.popitem(last=False)
+            return
         if len(rows) > self.max_rows:
             return
+        pages = self.pages
         pages[key] = (marker, rows)
         self.rows += len(rows)
         while self.rows > self.max_rows:
@@ -143,6 +160,7 @@ class PageCache:
 
     def clear(self) -> None:
         self.pages.clear()
+        self.seen.clear()
         self.rows = 0
 
 

@@ -39,6 +39,7 @@ def database(admin: Any) -> db.Database:
     database = db.current()
     if database.data_marker() is None:
         pytest.skip("the page cache is for SQLite files")
+    database.pages.clear()  # pages other tests kept
     return database
 
 
@@ -47,31 +48,46 @@ def _page_reads(statements: list[str]) -> list[str]:
 
 
 def test_an_unchanged_database_answers_a_page_without_reading_it(admin, database, statements):
+    """Kept at its second read, answered from the third on."""
     for n in range(3):
         admin.post(PATH, json={"description": f"b{n}"})
     statements.clear()
     first = admin.get(PATH)
-    assert len(_page_reads(statements)) == 1
+    second = admin.get(PATH)
+    assert len(_page_reads(statements)) == 2
     statements.clear()
-    again = admin.get(PATH)
-    assert again.content == first.content
+    third = admin.get(PATH)
+    assert third.content == second.content == first.content
     assert _page_reads(statements) == []
     assert len(statements) == 1
     assert "credential.token_hash" in statements[0]
+
+
+def test_a_walk_through_a_list_keeps_no_page(admin, database):
+    for _ in range(5):
+        admin.post(PATH, json={})
+    url = f"{PATH}?limit=2"
+    while url:
+        url = (admin.get(url).json()["next_page_uri"] or "").removeprefix("http://testserver")
+    assert database.pages.rows == 0
+    assert len(database.pages.seen) == 3
 
 
 def test_the_key_is_still_checked_on_a_kept_page(admin, factory, database):
     admin.post(PATH, json={})
     key = admin.post("/api_keys", json={}).json()
     client = factory.client(key["token"])
-    assert client.get(PATH).json() == client.get(PATH).json()  # the second one kept
+    pages = [client.get(PATH).json() for _ in range(3)]  # the third one kept
+    assert pages[0] == pages[2]
+    assert database.pages.rows == 1
     assert admin.delete(f"/api_keys/{key['id']}").status_code == 204
     assert_error(client.get(PATH), 401, "ERR_INVALID_CREDENTIALS")
 
 
 def test_a_write_through_the_api_is_seen_by_the_next_list(admin, database, statements):
     created = admin.post(PATH, json={"description": "before"}).json()
-    assert [b["description"] for b in admin.get(PATH).json()["backends"]] == ["before"]
+    for _ in range(3):  # kept, then answered from what was kept
+        assert [b["description"] for b in admin.get(PATH).json()["backends"]] == ["before"]
     admin.patch(f"{PATH}/{created['id']}", json={"description": "after"})
     statements.clear()
     assert [b["description"] for b in admin.get(PATH).json()["backends"]] == ["after"]
@@ -82,7 +98,9 @@ def test_a_commit_by_another_connection_is_seen_by_the_next_list(admin, database
     """Another worker, the command line or an operator's sqlite3 shell: any commit to the
     file moves the reader's data_version."""
     created = admin.post(PATH, json={"description": "before"}).json()
-    assert admin.get(PATH).json()["backends"][0]["description"] == "before"
+    for _ in range(3):  # kept, then answered from what was kept
+        assert admin.get(PATH).json()["backends"][0]["description"] == "before"
+    assert database.pages.rows == 1
     outside = sqlite3.connect(database._path)
     try:
         with outside:
@@ -98,7 +116,7 @@ def test_a_commit_by_another_connection_is_seen_by_the_next_list(admin, database
 def test_pages_are_kept_per_account_cursor_and_limit(admin, other, database):
     mine = [admin.post(PATH, json={}).json()["id"] for _ in range(3)]
     theirs = other.post(PATH, json={}).json()["id"]
-    for _ in range(2):  # the second round answers from the kept pages
+    for _ in range(3):  # the third round answers from the kept pages
         assert [b["id"] for b in admin.get(PATH).json()["backends"]] == mine[::-1]
         assert [b["id"] for b in other.get(PATH).json()["backends"]] == [theirs]
         one = admin.get(PATH, params={"limit": 1}).json()
@@ -111,19 +129,38 @@ def test_an_in_memory_database_keeps_no_pages():
     assert db.Database("sqlite://").data_marker() is None
 
 
-def test_a_page_is_served_only_under_its_marker_and_the_cache_is_bounded():
-    cache = PageCache(max_rows=4)
+def test_a_page_is_kept_at_its_second_read_served_only_under_its_marker_and_bounded():
+    cache = PageCache(max_rows=4, max_seen=2)
+
+    def read(key: str, marker: tuple[int, int], rows: list[tuple[str]]) -> list[tuple[str]]:
+        kept = cache.get(key, marker)
+        if kept is None:
+            cache.store(key, marker, rows)
+            return rows
+        return list(kept)
+
     rows = [("a",), ("b",)]
-    cache.store("p1", (1, 0), rows)
-    assert cache.get("p1", (1, 0)) is rows
+    read("p1", (1, 0), rows)
+    assert cache.get("p1", (1, 0)) is None  # read once: remembered, not kept
+    read("p1", (2, 0), rows)  # read again, but the database changed in between
     assert cache.get("p1", (2, 0)) is None
-    assert cache.get("p1", (1, 1)) is None
-    cache.store("p2", (1, 0), [("c",), ("d",)])
-    cache.get("p1", (1, 0))  # p1 is now the most recently used
-    cache.store("p3", (1, 0), [("e",)])
-    assert cache.get("p2", (1, 0)) is None  # evicted: 5 rows > 4
-    assert cache.get("p1", (1, 0)) is rows
+    read("p1", (2, 0), rows)
+    assert cache.get("p1", (2, 0)) is rows
+    assert cache.get("p1", (3, 0)) is None  # changed since: dropped
+    assert cache.rows == 0
+    for _ in range(2):
+        read("p1", (3, 0), rows)
+        read("p2", (3, 0), [("c",), ("d",)])
+    cache.get("p1", (3, 0))  # p1 is now the most recently used
+    for _ in range(2):
+        read("p3", (3, 0), [("e",)])
+    assert cache.get("p2", (3, 0)) is None  # evicted: 5 rows > 4
+    assert cache.get("p1", (3, 0)) is rows
     assert cache.rows == 3
-    cache.store("big", (1, 0), [("x",)] * 5)  # more than the bound alone: not kept
-    assert cache.get("big", (1, 0)) is None
+    for _ in range(2):
+        read("big", (3, 0), [("x",)] * 5)  # more than the bound alone: not kept
+    assert cache.get("big", (3, 0)) is None
     assert cache.rows == 3
+    for key in ("q1", "q2", "q3"):  # remembered reads are bounded too
+        read(key, (3, 0), rows)
+    assert list(cache.seen) == ["q2", "q3"]
