@@ -37,7 +37,8 @@ unchanged: reading 101 rows with every column costs ~4x reading their ids from t
 the database's `data_marker` read just before the query, and served again only while the
 marker reads the same, which is only while nobody (this worker, another worker, another
 process) has changed any row since. A page is kept at its second read under one marker, so
-walking a list keeps nothing. The credential check still runs first on every request.
+walking a list keeps nothing, and up to `MAX_PAGE_ROWS` rows. The credential check still runs
+first on every request.
 """
 
 from __future__ import annotations
@@ -114,51 +115,50 @@ CACHE = RenderCache()
 
 
 class PageCache:
-    """A bounded LRU from a page's key to (the database's data marker, the page's rows): the
-    rows are served again only under the same marker (see the module docstring). A page is
-    kept the second time it is read under one marker, not the first: a walk through a list
-    reads each page once and keeps none (no memory, no churn), a page read again and again
-    is answered from the third read on."""
+    """The rows of list pages as of one data marker of their database (see the module
+    docstring): a marker other than the one they were read under drops them all. A page is
+    kept the second time it is read under that marker, not the first: a walk through a list
+    reads each page once and keeps none. Once `max_rows` are kept nothing more is until the
+    next change, rather than evicting: pages read in a cycle longer than the bound (a page
+    is kept, evicted, kept again) would cost more than they save."""
 
-    __slots__ = ("max_rows", "max_seen", "pages", "rows", "seen")
+    __slots__ = ("marker", "max_rows", "max_seen", "pages", "rows", "seen")
 
     def __init__(self, max_rows: int = MAX_PAGE_ROWS, max_seen: int = MAX_SEEN_PAGES) -> None:
-        self.pages: OrderedDict[Any, tuple[Any, Sequence[tuple[Any, ...]]]] = OrderedDict()
-        self.seen: OrderedDict[Any, Any] = OrderedDict()  # page key -> marker of its last read
+        self.marker: Any = None
+        self.pages: dict[Any, Sequence[tuple[Any, ...]]] = {}
+        self.seen: OrderedDict[Any, None] = OrderedDict()  # pages read once under the marker
         self.max_rows = max_rows
         self.max_seen = max_seen
         self.rows = 0  # the rows of the pages kept
 
     def get(self, key: Any, marker: Any) -> Sequence[tuple[Any, ...]] | None:
-        pages = self.pages
-        entry = pages.get(key)
-        if entry is None:
+        if marker != self.marker:
+            self._renew(marker)
             return None
-        if entry[0] != marker:  # the database changed since: never served again
-            del pages[key]
-            self.rows -= len(entry[1])
-            return None
-        pages.move_to_end(key)
-        return entry[1]
+        return self.pages.get(key)
 
     def store(self, key: Any, marker: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         """`rows` were just read for `key` under `marker`: kept if that page was read under
-        the same marker before, else only remembered as read."""
+        the same marker before and there is room, else remembered as read."""
+        if marker != self.marker:
+            self._renew(marker)
         seen = self.seen
-        if seen.pop(key, None) != marker:
-            seen[key] = marker
+        if key not in seen:
+            seen[key] = None
             if len(seen) > self.max_seen:
                 seen.popitem(last=False)
             return
-        if len(rows) > self.max_rows:
-            return
-        pages = self.pages
-        pages[key] = (marker, rows)
-        self.rows += len(rows)
-        while self.rows > self.max_rows:
-            self.rows -= len(pages.popitem(last=False)[1][1])
+        if key not in self.pages and self.rows + len(rows) <= self.max_rows:
+            self.pages[key] = rows
+            self.rows += len(rows)
+
+    def _renew(self, marker: Any) -> None:
+        self.clear()
+        self.marker = marker
 
     def clear(self) -> None:
+        self.marker = None
         self.pages.clear()
         self.seen.clear()
         self.rows = 0

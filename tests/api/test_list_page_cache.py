@@ -129,15 +129,12 @@ def test_an_in_memory_database_keeps_no_pages():
     assert db.Database("sqlite://").data_marker() is None
 
 
-def test_a_page_is_kept_at_its_second_read_served_only_under_its_marker_and_bounded():
-    cache = PageCache(max_rows=4, max_seen=2)
+def test_a_page_is_kept_at_its_second_read_under_one_marker_and_bounded():
+    cache = PageCache(max_rows=4, max_seen=3)
 
-    def read(key: str, marker: tuple[int, int], rows: list[tuple[str]]) -> list[tuple[str]]:
-        kept = cache.get(key, marker)
-        if kept is None:
+    def read(key: str, marker: tuple[int, int], rows: list[tuple[str]]) -> None:
+        if cache.get(key, marker) is None:
             cache.store(key, marker, rows)
-            return rows
-        return list(kept)
 
     rows = [("a",), ("b",)]
     read("p1", (1, 0), rows)
@@ -146,21 +143,16 @@ def test_a_page_is_kept_at_its_second_read_served_only_under_its_marker_and_boun
     assert cache.get("p1", (2, 0)) is None
     read("p1", (2, 0), rows)
     assert cache.get("p1", (2, 0)) is rows
-    assert cache.get("p1", (3, 0)) is None  # changed since: dropped
+    assert cache.get("p1", (3, 0)) is None  # changed since: all dropped
     assert cache.rows == 0
+    assert cache.get("p1", (2, 0)) is None  # and never served again
     for _ in range(2):
-        read("p1", (3, 0), rows)
-        read("p2", (3, 0), [("c",), ("d",)])
-    cache.get("p1", (3, 0))  # p1 is now the most recently used
-    for _ in range(2):
-        read("p3", (3, 0), [("e",)])
-    assert cache.get("p2", (3, 0)) is None  # evicted: 5 rows > 4
-    assert cache.get("p1", (3, 0)) is rows
-    assert cache.rows == 3
-    for _ in range(2):
-        read("big", (3, 0), [("x",)] * 5)  # more than the bound alone: not kept
-    assert cache.get("big", (3, 0)) is None
-    assert cache.rows == 3
-    for key in ("q1", "q2", "q3"):  # remembered reads are bounded too
-        read(key, (3, 0), rows)
-    assert list(cache.seen) == ["q2", "q3"]
+        read("p1", (4, 0), rows)
+        read("p2", (4, 0), [("c",), ("d",)])
+        read("p3", (4, 0), [("e",)])  # no room left: not kept, nothing evicted
+    assert cache.get("p1", (4, 0)) is rows
+    assert cache.get("p2", (4, 0)) == [("c",), ("d",)]
+    assert cache.get("p3", (4, 0)) is None
+    assert cache.rows == 4
+    read("p4", (4, 0), rows)
+    assert list(cache.seen) == ["p2", "p3", "p4"]  # remembered reads are bounded too
