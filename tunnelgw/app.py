@@ -139,7 +139,8 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     """A ready-to-serve ASGI app with its own settings, database (connections open on first
     use) and key-encryption key (loaded when the app starts, or at first use)."""
     settings = settings or Settings()
-    state = runtime.AppState(settings, db.Database(settings.resolved_database_url()))
+    database = db.Database(settings.resolved_database_url(), settings.database_pool_size)
+    state = runtime.AppState(settings, database)
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:

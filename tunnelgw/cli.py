@@ -32,6 +32,7 @@ SERVE_FLAGS = {
     "port": "TUNNELGW_PORT",
     "workers": "TUNNELGW_WORKERS",
     "database_url": "TUNNELGW_DATABASE_URL",
+    "database_pool_size": "TUNNELGW_DATABASE_POOL_SIZE",
     "public_url": "TUNNELGW_PUBLIC_URL",
     "data_dir": "TUNNELGW_DATA_DIR",
     "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
@@ -54,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 8080)")
     serve.add_argument("--workers", type=int, help="worker processes (default 1)")
     serve.add_argument("--database-url", help="SQLAlchemy URL (default SQLite in the data dir)")
+    serve.add_argument(
+        "--database-pool-size", type=int, help="PostgreSQL connections per worker (default 32)"
+    )
     serve.add_argument("--public-url", help="base URL written into uri fields")
     serve.add_argument("--data-dir", help="directory for the SQLite file (default ./tunnelgw-data)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")

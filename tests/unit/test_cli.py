@@ -143,11 +143,14 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
                 "http://example.test",
                 "--version-header-alias",
                 "A-Version,b-version",
+                "--database-pool-size",
+                "7",
             ]
         )
         == 0
     )
     assert os.environ["TUNNELGW_VERSION_HEADER_ALIASES"] == "A-Version,b-version"
+    assert os.environ["TUNNELGW_DATABASE_POOL_SIZE"] == "7"
     out = capsys.readouterr().out
     assert "boot-token" in out
     assert "http://example.test/api_keys" in out

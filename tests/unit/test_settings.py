@@ -63,3 +63,18 @@ def test_tcp_address_settings(monkeypatch):
 def test_invalid_tcp_address_settings(fields, message):
     with pytest.raises(ValidationError, match=message):
         Settings(**fields)
+
+
+def test_database_pool_size(monkeypatch):
+    from tunnelgw import db
+    from tunnelgw.app import create_app, state_of
+
+    assert Settings().database_pool_size == db.POOL_MAX_SIZE == 32
+    monkeypatch.setenv("TUNNELGW_DATABASE_POOL_SIZE", "5")
+    settings = Settings()
+    assert settings.database_pool_size == 5
+    assert state_of(create_app(settings)).database.pool_size == 5
+    for bad in ("0", "1001", "many"):
+        monkeypatch.setenv("TUNNELGW_DATABASE_POOL_SIZE", bad)
+        with pytest.raises(ValidationError, match="database_pool_size"):
+            Settings()
