@@ -468,7 +468,6 @@ class Database:
         for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
             conn.raw.close()
         self._reader = self._writer = None
-        self.pages.clear()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

@@ -133,14 +133,18 @@ class PageCache:
         self.rows = 0  # the rows of the pages kept
 
     def get(self, key: Any, marker: Any) -> Sequence[tuple[Any, ...]] | None:
+        """The rows kept for `key` under `marker`; None (nothing is kept) for no marker."""
         if marker != self.marker:
             self._renew(marker)
             return None
-        return self.pages.get(key)
+        return None if marker is None else self.pages.get(key)
 
     def store(self, key: Any, marker: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         """`rows` were just read for `key` under `marker`: kept if that page was read under
-        the same marker before and there is room, else remembered as read."""
+        the same marker before and there is room, else remembered as read; never without a
+        marker (PostgreSQL, an in-memory database)."""
+        if marker is None:
+            return
         if marker != self.marker:
             self._renew(marker)
         seen = self.seen

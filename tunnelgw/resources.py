@@ -287,12 +287,11 @@ async def _cached_page(
     # Read before the query: a change after it makes the marker differ next time.
     marker = database.data_marker()
     page = (model, account_id, start, limit, prefix)
-    rows = database.pages.get(page, marker) if marker is not None else None
+    rows = database.pages.get(page, marker)
     if rows is None:
         condition, args = _keyset(unit.mark, account_id, start, limit + 1, prefix)
         rows = await unit.select_rows(model, condition, args)
-        if marker is not None:
-            database.pages.store(page, marker, rows)
+        database.pages.store(page, marker, rows)
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
     rows = rows[:limit]
