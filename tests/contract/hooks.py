@@ -200,8 +200,9 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     """The fix-ups of `map_case` once more right before sending, for the phases whose cases
     do not pass through it (explicit examples, coverage, stateful links that fill `id` from
     another response): on a positive case, fields repeating a path parameter carry its
-    value, `filter` is a valid expression, and a TLS edge backend body is not flat and
-    wrapped at once."""
+    value, `filter` is a valid expression, a TLS edge backend body is not flat and wrapped
+    at once, and a reserved-domain create names a domain (a stateful link may fill only
+    `certificate_id`)."""
     meta = case.meta
     if meta is not None and not meta.generation.mode.is_positive:
         return
@@ -217,6 +218,10 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     wrapped = case.body.get("module") is not None
     if schema.get("x-check") == "tls-edge-backend-form" and flat and wrapped:
         case.body = {k: v for k, v in case.body.items() if k != "module"}
+    if schema.get("x-check") == "reserved-domain-create" and not (
+        case.body.get("name") or case.body.get("domain")
+    ):
+        case.body = _fresh_domain({**case.body, "domain": "example.com"})
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
