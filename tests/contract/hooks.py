@@ -14,6 +14,8 @@ because OpenAPI 3.0 cannot express them.
   almost never one).
 - A positive reserved-domain create gets a random first label on its domain, since a domain
   is reserved once across the server (see `_fresh_domain`).
+- A positive case with a comma inside an item of a comma-separated query array is dropped
+  (`_comma_in_delimited_item`).
 
 Both run the same pure checks as the server (`tunnelgw.validation`, `tunnelgw.crypto`).
 Negative cases are left alone, so the server's rejection of such bodies is still tested.
@@ -110,10 +112,31 @@ def _body_schema(case: Any) -> dict[str, Any] | None:
     return {**schema, "properties": props}
 
 
+def _comma_in_delimited_item(case: Any) -> bool:
+    """Whether an item of a non-exploded (comma-separated) query array holds a comma: the
+    spec sends such values through the exploded twin (`urls`: "a URL with a comma needs
+    `url`"), and Schemathesis has sent the comma unencoded, which makes it a separator (the
+    server's handling of an encoded `%2C` is tested in tests/api/test_list_filters.py)."""
+    if not isinstance(case.query, dict):
+        return False
+    root = case.operation.schema.raw_schema
+    for raw in case.operation.definition.raw.get("parameters", []):
+        param = _resolve(raw, root)
+        value = case.query.get(param.get("name"))
+        delimited = param.get("in") == "query" and param.get("explode") is False
+        if delimited and isinstance(value, list) and any("," in str(v) for v in value):
+            return True
+    return False
+
+
 @schemathesis.hook
 def filter_case(context: Any, case: Any) -> bool:
     meta = case.meta
-    if meta is None or not meta.generation.mode.is_positive or not isinstance(case.body, dict):
+    if meta is None or not meta.generation.mode.is_positive:
+        return True
+    if _comma_in_delimited_item(case):
+        return False
+    if not isinstance(case.body, dict):
         return True
     schema = _body_schema(case)
     if schema is None:
