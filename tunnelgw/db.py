@@ -8,8 +8,10 @@
   for writes. Write units are serialised per process by an asyncio lock and begin with
   `BEGIN IMMEDIATE`, so writers of several processes queue in SQLite's busy handler
   (`busy_timeout`) rather than fail; WAL lets readers go on meanwhile.
-- **PostgreSQL** (psycopg 3, native asyncio) takes connections from a `psycopg_pool` pool:
-  reads in autocommit (one round trip per statement), writes in one transaction.
+- **PostgreSQL** (asyncpg: native asyncio, binary protocol, each connection keeps its
+  prepared statements) takes connections from asyncpg's pool: reads in autocommit (one
+  round trip per statement), writes in one transaction. Statements are written with
+  `%s` placeholders (`unit.mark`) and numbered (`$1`, `$2`, ...) for the driver.
 
 A write unit commits when its block succeeds and rolls back on any exception, so a failed
 request never leaves a half-written row; a constraint violation (a concurrent request got
@@ -24,7 +26,6 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
-import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=5000", "synchronous=NORMAL",
 # than the requests in flight and requests queue for one (bench/README: 10 -> 32 gave +13% of
 # GET throughput at 32 connections); opened on demand from one.
 POOL_MAX_SIZE = 32
+# Prepared statements each PostgreSQL connection keeps (asyncpg's default is 100; the API's
+# statements are a few hundred).
+PG_STATEMENT_CACHE = 512
 _LOCKS = {False: "", True: " FOR UPDATE", "share": " FOR SHARE"}
 
 # `lock=` of Unit.get: True locks the row for this write unit (PostgreSQL `FOR UPDATE`;
@@ -103,9 +107,9 @@ def _sa_dialect(name: str) -> Any:
         from sqlalchemy.dialects import sqlite
 
         return sqlite.dialect()
-    from sqlalchemy.dialects.postgresql import psycopg
+    from sqlalchemy.dialects.postgresql import asyncpg
 
-    return psycopg.dialect()  # type: ignore[no-untyped-call]
+    return asyncpg.dialect()  # type: ignore[no-untyped-call]
 
 
 def _compile(statement: ClauseElement, dialect: str) -> _Plan:
@@ -189,33 +193,45 @@ class _SqliteConnection:
 
 
 class _PgConnection:
-    """A pooled psycopg connection and its one cursor (kept with the connection: a cursor per
-    statement costs more than the statement's own Python work)."""
+    """A pooled asyncpg connection. asyncpg prepares each statement once per connection and
+    keeps it (`statement_cache_size`), so a statement costs one round trip."""
 
-    __slots__ = ("cursor", "raw")
+    __slots__ = ("raw",)
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
-        cursor = _CURSORS.get(raw)
-        if cursor is None:
-            cursor = _CURSORS[raw] = raw.cursor()
-        self.cursor = cursor
 
     async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        cursor = self.cursor
-        await cursor.execute(sql, args)
-        return await cursor.fetchall()  # type: ignore[no-any-return]
+        return await self.raw.fetch(numbered(sql), *args)  # type: ignore[no-any-return]
 
-    async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
-        cursor = self.cursor
-        await cursor.execute(sql, args)
-        result = cursor.pgresult
-        rows = await cursor.fetchall() if result is not None and result.status == _TUPLES_OK else []
-        return rows, cursor.rowcount
+    async def run(self, sql: str, args: Sequence[Any]) -> tuple[list[Any], int]:
+        sql = numbered(sql)
+        if _returns_rows(sql):
+            rows = await self.raw.fetch(sql, *args)
+            return rows, len(rows)
+        # `INSERT 0 1`, `UPDATE 2`, `DELETE 0`, `BEGIN`: the count of changed rows is last.
+        status: str = await self.raw.execute(sql, *args)
+        count = status.rpartition(" ")[2]
+        return [], int(count) if count.isdigit() else -1
 
 
-_CURSORS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_TUPLES_OK = 2  # psycopg.pq.ExecStatus.TUPLES_OK: the statement returned rows
+@functools.lru_cache(maxsize=2048)
+def numbered(sql: str) -> str:
+    """`sql` with its `%s` placeholders numbered for PostgreSQL (`$1`, `$2`, ...) and `%%` as
+    `%`: statements are written with the one placeholder `unit.mark`, and SQLAlchemy's
+    compiled statements come numbered already."""
+    parts = sql.split("%s")
+    out = [parts[0]]
+    for number, part in enumerate(parts[1:], start=1):
+        out.append(f"${number}{part}")
+    return "".join(out).replace("%%", "%")
+
+
+@functools.lru_cache(maxsize=2048)
+def _returns_rows(sql: str) -> bool:
+    words = sql.lstrip().split(None, 1)
+    first = words[0].upper() if words else ""
+    return first in ("SELECT", "WITH", "VALUES", "SHOW", "TABLE") or " RETURNING " in sql.upper()
 
 
 # --- units of work ------------------------------------------------------------------------
@@ -387,6 +403,7 @@ class Database:
         self._writer: _SqliteConnection | None = None
         self._write_lock = asyncio.Lock()
         self._pool: Any = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
         # List pages of this database's cached-rendering models, valid while `data_marker`
         # reads the same (tunnelgw.rendercache.PageCache); emptied when connections reopen.
         self.pages = rendercache.PageCache()
@@ -435,19 +452,27 @@ class Database:
         return raw
 
     async def _pg_pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._pool_loop is not loop:
+            # asyncpg's connections belong to the event loop that opened them, and once that
+            # loop is closed they cannot even be closed cleanly.
+            raise RuntimeError(
+                "this database's PostgreSQL connections belong to another event loop: "
+                "dispose() it in that loop before using it in another (an app disposes its "
+                "database when its lifespan ends; enter a test client to run its lifespan)"
+            )
         if self._pool is None:
-            from psycopg_pool import AsyncConnectionPool
+            import asyncpg
 
-            pool = AsyncConnectionPool(
+            self._pool_loop = loop
+            self._pool = await asyncpg.create_pool(
                 self._conninfo,
                 min_size=1,
                 max_size=self.pool_size,
-                open=False,
-                kwargs={"autocommit": True},
-                configure=_configure_pg,
+                init=_configure_pg,
+                reset=_keep_session,
+                statement_cache_size=PG_STATEMENT_CACHE,
             )
-            await pool.open(wait=True)
-            self._pool = pool
         return self._pool
 
     async def create_schema(self) -> None:
@@ -474,10 +499,18 @@ class Database:
 
 
 async def _configure_pg(conn: Any) -> None:
-    import orjson
-    from psycopg.types.json import set_json_loads
+    """JSON columns in and out as Python values (orjson), like SQLite's."""
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            name, schema="pg_catalog", encoder=records.json_text, decoder=records.json_value
+        )
 
-    set_json_loads(orjson.loads, conn)
+
+async def _keep_session(_conn: Any) -> None:
+    """A connection given back to the pool keeps its session (its prepared statements above
+    all): the server sets no session state, and an open transaction was already rolled back
+    by asyncpg. asyncpg's own reset (`RESET ALL`, `UNLISTEN *`, ...) would cost a round trip
+    per request."""
 
 
 class _ReadScope:
@@ -494,7 +527,7 @@ class _ReadScope:
         shared = _shared.get()
         if shared is not None and shared.database is database:
             return Unit(await shared.connection(), "postgresql", writes=False)
-        self._lease = (await database._pg_pool()).connection()
+        self._lease = (await database._pg_pool()).acquire()
         return Unit(_PgConnection(await self._lease.__aenter__()), "postgresql", writes=False)
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -534,7 +567,7 @@ class _SharedReads:
 
     async def connection(self) -> _PgConnection:
         if self._conn is None:
-            self._lease = (await self.database._pg_pool()).connection()
+            self._lease = (await self.database._pg_pool()).acquire()
             self._conn = _PgConnection(await self._lease.__aenter__())
         return self._conn
 
@@ -591,7 +624,7 @@ class _WriteScope:
             if shared is not None and shared.database is database:
                 self._conn = await shared.connection()
             else:
-                self._lease = (await database._pg_pool()).connection()
+                self._lease = (await database._pg_pool()).acquire()
                 self._conn = _PgConnection(await self._lease.__aenter__())
             try:
                 await self._conn.run("BEGIN", ())
@@ -651,11 +684,9 @@ def _conflict_or(exc: BaseException) -> BaseException:
 def _is_integrity_error(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.IntegrityError):
         return True
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - psycopg ships with the server
-        return False
-    return isinstance(exc, psycopg.IntegrityError)
+    import asyncpg
+
+    return isinstance(exc, asyncpg.IntegrityConstraintViolationError)
 
 
 # --- the process's database ---------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
 
-from tunnelgw.db import Query, Unit
+from tunnelgw.db import Database, Query, Unit, run_with
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -151,21 +151,22 @@ def _child_upgrade(url: str, writer: PipeEnd) -> None:  # pragma: no cover - the
 
 
 def _stored_revision_sync(url: str) -> str | None:
-    """The stored revision, read with the driver directly (no engine, no event loop)."""
+    """The stored revision, read without Alembic: with `sqlite3` directly, or through a unit
+    of work on PostgreSQL (the serving driver: the migrations' own driver stays out of the
+    server process)."""
     parsed = make_url(url)
-    query = "SELECT version_num FROM alembic_version"
     if parsed.get_backend_name() == "sqlite":
         if not parsed.database or not Path(parsed.database).exists():
             return None
         with contextlib.closing(sqlite3.connect(parsed.database)) as conn:
-            row = conn.execute(query).fetchone()
-    else:
-        import psycopg
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return None if row is None else str(row[0])
 
-        conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-        with psycopg.connect(conninfo) as conn:
-            row = conn.execute(query).fetchone()
-    return None if row is None else str(row[0])
+    async def read(database: Database) -> str | None:
+        async with database.read() as unit:
+            return await stored_revision(unit)
+
+    return run_with(url, read)
 
 
 def _upgrade(url: str) -> str | None:

@@ -258,8 +258,12 @@ def sqlite_time_text(value: datetime) -> str:
     return value.isoformat(sep=" ", timespec="microseconds")
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A JSON column's value as stored."""
     return orjson.dumps(value).decode()
+
+
+json_value = orjson.loads  # a JSON column's stored text as its value
 
 
 def _raw(value: Any) -> Any:  # the marker of values a record keeps as stored (timestamps)
@@ -267,8 +271,8 @@ def _raw(value: Any) -> Any:  # the marker of values a record keeps as stored (t
 
 
 # SQLite stores timestamps as SQLAlchemy's DATETIME does (`YYYY-MM-DD HH:MM:SS.ffffff`; a record
-# keeps the text until read, see _Timestamp), JSON as text and booleans as 0/1; psycopg decodes
-# PostgreSQL's types itself.
+# keeps the text until read, see _Timestamp), JSON as text and booleans as 0/1; asyncpg decodes
+# PostgreSQL's types itself (JSON with the codec tunnelgw.db sets on each connection).
 SQLITE_DECODERS: dict[str, Decoder] = {"time": _raw, "json": orjson.loads, "bool": bool}
 PG_DECODERS: dict[str, Decoder] = {}
 
@@ -277,15 +281,11 @@ def encode_sqlite(value: Any) -> Any:
     if isinstance(value, datetime):
         return sqlite_time_text(value)
     if isinstance(value, dict | list):
-        return _json_text(value)
+        return json_text(value)
     return value
 
 
 def encode_pg(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        from psycopg.types.json import Json
-
-        return Json(value, dumps=_json_text)
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value

@@ -182,6 +182,8 @@ async def select_in(unit: Unit, model: type[T], column: str, values: Sequence[An
     in one statement); none for no values."""
     if not values:
         return []
+    if unit.dialect == "postgresql":  # one statement (prepared once) for any count
+        return await unit.select(model, f'"{column}" = ANY({unit.mark})', [list(values)])
     marks = ", ".join([unit.mark] * len(values))
     return await unit.select(model, f'"{column}" IN ({marks})', values)
 

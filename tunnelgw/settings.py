@@ -134,7 +134,9 @@ _HOST_LABELS = re.compile(
 # An HTTP header name (RFC 9110 token).
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
-# The drivers we ship: stdlib sqlite3 and psycopg 3 (older URLs naming others still work).
+# The SQLAlchemy URL of each database (older URLs naming other drivers still work): the
+# server runs SQLite on stdlib sqlite3 and PostgreSQL on asyncpg (tunnelgw.db, which takes the
+# host, port, user and database from it); Alembic's migrations run on psycopg 3.
 _DRIVERS = {
     "sqlite+aiosqlite": "sqlite",
     "sqlite+pysqlite": "sqlite",
@@ -146,7 +148,8 @@ _DRIVERS = {
 
 
 def normal_url(url: str) -> str:
-    """`url` naming the driver we ship (`postgresql://` -> `postgresql+psycopg://`)."""
+    """`url` naming the synchronous driver we ship (`postgresql://` ->
+    `postgresql+psycopg://`), as Alembic takes it."""
     scheme, sep, rest = url.partition("://")
     return f"{_DRIVERS.get(scheme, scheme)}{sep}{rest}"
 

@@ -539,22 +539,23 @@ def test_concurrent_first_uses_share_one_issuing_ca(factory):
 def test_the_served_spec_and_validation_follow_the_authority_setting(admin, settings, http):
     before = tunnelgw_settings.current()
     app = create_app(settings.model_copy(update={"certificate_authority": "zerossl"}))
-    # A second app in the process, with settings of its own: it installs nothing global.
-    client = TestClient(app, base_url="http://testserver", raise_server_exceptions=False)
-    spec = client.get("/openapi.json").json()
-    policy = spec["components"]["schemas"]["ReservedDomainCertPolicy"]
-    assert policy["properties"]["authority"]["enum"] == ["zerossl", "", None]
-    headers = {"Authorization": f"Bearer {admin.creds.token}", "Service-Version": "2"}
+    # A second app in the process, with settings of its own: it installs nothing global. It
+    # serves on one event loop (its lifespan runs): database connections belong to a loop.
+    with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
+        spec = client.get("/openapi.json").json()
+        policy = spec["components"]["schemas"]["ReservedDomainCertPolicy"]
+        assert policy["properties"]["authority"]["enum"] == ["zerossl", "", None]
+        headers = {"Authorization": f"Bearer {admin.creds.token}", "Service-Version": "2"}
 
-    def create(authority: str):  # type: ignore[no-untyped-def]
-        body = {"domain": custom(), "certificate_management_policy": {"authority": authority}}
-        return client.post(PATH, json=body, headers=headers)
+        def create(authority: str):  # type: ignore[no-untyped-def]
+            body = {"domain": custom(), "certificate_management_policy": {"authority": authority}}
+            return client.post(PATH, json=body, headers=headers)
 
-    assert_error(create("letsencrypt"), 400, "ERR_INVALID_FIELD")
-    made = create("")
-    assert made.status_code == 201, made.text
-    assert made.json()["certificate_management_policy"]["authority"] == "zerossl"
-    assert create("zerossl").status_code == 201
+        assert_error(create("letsencrypt"), 400, "ERR_INVALID_FIELD")
+        made = create("")
+        assert made.status_code == 201, made.text
+        assert made.json()["certificate_management_policy"]["authority"] == "zerossl"
+        assert create("zerossl").status_code == 201
     assert tunnelgw_settings.current() is before
     # The session's app still speaks the file's authority.
     assert http.get("/openapi.json").json()["components"]["schemas"]["ReservedDomainCertPolicy"][

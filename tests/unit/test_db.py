@@ -137,3 +137,63 @@ def test_sqlite_reads_cannot_write(tmp_path):
                 await unit.exec(text("DELETE FROM account"))
 
     _run(path, scenario)
+
+
+def test_text_statements_return_rows_and_changes_count_rows(url):  # noqa: F811
+    from tunnelgw import resources
+
+    migrate.upgrade(url)
+
+    async def scenario(database: Database) -> tuple[object, ...]:
+        async with database.write() as unit:
+            unit.add_all([Account.new(id=f"acct_t{i}", name=f"t{i}") for i in range(3)])
+        async with database.write() as unit:
+            renamed = await unit.exec(text("UPDATE account SET name = 'x' WHERE id LIKE 'acct_t%'"))
+        async with database.read() as unit:
+            names = await unit.exec(text("SELECT name FROM account WHERE id LIKE 'acct_t%'"))
+            some = await resources.select_in(unit, Account, "id", ["acct_t0", "acct_t2", "no"])
+        return renamed.rowcount, names.all(), sorted(a.id for a in some)
+
+    renamed, names, some = _run(url, scenario)
+    assert renamed == 3
+    assert names == [("x",), ("x",), ("x",)]
+    assert some == ["acct_t0", "acct_t2"]
+
+
+def test_a_database_serves_one_event_loop_after_another_once_disposed(url):  # noqa: F811
+    """PostgreSQL connections belong to the event loop that opened them: a database used in
+    another loop without `dispose()` first says so, rather than failing inside the driver."""
+    migrate.upgrade(url)
+    database = Database(url)
+
+    async def count(*, dispose: bool) -> int:
+        try:
+            async with database.read() as unit:
+                return len(await unit.select(Account, "1 = 1", []))
+        finally:
+            if dispose:
+                await database.dispose()
+
+    first = asyncio.run(count(dispose=True))
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(count(dispose=False)) == first
+        if database.is_sqlite:  # one connection per process, not per loop
+            assert asyncio.run(count(dispose=False)) == first
+        else:
+            with pytest.raises(RuntimeError, match="another event loop"):
+                asyncio.run(count(dispose=False))
+    finally:
+        loop.run_until_complete(database.dispose())
+        loop.close()
+
+
+def test_placeholders_are_numbered_for_postgresql():
+    from tunnelgw.db import numbered
+
+    assert (
+        numbered('"a" = %s AND "b" IN (%s, %s) LIMIT %s') == '"a" = $1 AND "b" IN ($2, $3) LIMIT $4'
+    )
+    assert numbered("SELECT 1") == "SELECT 1"
+    assert numbered("x LIKE 'a%%' AND y = %s") == "x LIKE 'a%' AND y = $1"
+    assert numbered('"a" = $1::VARCHAR') == '"a" = $1::VARCHAR'  # compiled by SQLAlchemy

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -60,6 +61,7 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
 
 ISOLATED_UPGRADE = """
 import sys
+import textwrap
 from tunnelgw import migrate
 try:
     print(migrate.upgrade(sys.argv[1], isolated=True))
@@ -366,3 +368,30 @@ def test_client_compatibility_revision_fills_existing_rows_and_goes_back(url):
         assert not endpoint[1]
         assert (endpoint[2], endpoint[3]) == ("", "")
     engine.dispose()
+
+
+def test_the_server_process_keeps_the_migration_stack_out(url):
+    """`tunnelgw serve` migrates a new database in a forked child and then serves through the
+    serving driver: neither Alembic nor psycopg (Alembic's PostgreSQL driver, ~9 MiB with
+    its bundled libpq) is ever loaded in the server process, on either engine."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from tunnelgw import db, migrate
+
+        assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # forked child
+        assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # read: at head
+
+        async def read(database):
+            async with database.read() as unit:
+                return await migrate.stored_revision(unit)
+
+        assert db.run_with({url!r}, read) == migrate.HEAD
+        print(",".join(m for m in ("alembic", "psycopg") if m in sys.modules))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
