@@ -234,6 +234,9 @@ def _serve(args: argparse.Namespace) -> int:
         port=settings.port,
         workers=settings.workers,
         access_log=False,  # tunnelgw.access writes one line per request instead
+        # The API has no WebSocket endpoint: uvicorn's default ("auto") imports the websockets
+        # package into every worker (~2.4 MiB); an upgrade request is answered as plain HTTP.
+        ws="none",
         log_level=settings.log_level,
         log_config=log_config(settings.log_level, json_logs=settings.json_logs),
         timeout_graceful_shutdown=30,

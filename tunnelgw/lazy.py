@@ -43,14 +43,23 @@ class _Deferred(ModuleType):
     (replacing this entry) and is read from it."""
 
     def __getattr__(self, attr: str) -> Any:
-        real = self.__dict__.get("_deferred_real")
+        spec = self.__dict__.get("__spec__")
+        if attr == "__path__" and spec is not None and spec.submodule_search_locations is None:
+            # `from module import name` asks whether it is a package first; a plain module
+            # is not, which is known without importing it.
+            raise AttributeError(attr)
+        return getattr(self._deferred_load(), attr)
+
+    def _deferred_load(self) -> ModuleType:
+        """The real module, imported now if it was not yet (replacing this entry)."""
+        real: ModuleType | None = self.__dict__.get("_deferred_real")
         if real is None:
             name = self.__name__
             if sys.modules.get(name) is self:
                 del sys.modules[name]
             real = importlib.import_module(name)
             self.__dict__["_deferred_real"] = real
-        return getattr(real, attr)
+        return real
 
 
 def defer(name: str) -> None:
@@ -70,9 +79,54 @@ def defer(name: str) -> None:
     sys.modules[name] = stand_in
 
 
+class _LaterName:
+    """A name `from module import name` bound from a `defer_names` stand-in: the real
+    module's object, imported at the first call or attribute read."""
+
+    __slots__ = ("_module", "_name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module = module
+        self._name = name
+
+    def _real(self) -> Any:
+        module = sys.modules.get(self._module)
+        if isinstance(module, _Deferred):
+            module = module._deferred_load()
+        elif module is None:
+            module = importlib.import_module(self._module)
+        return getattr(module, self._name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real()(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._real(), attr)
+
+    def __repr__(self) -> str:
+        return f"<deferred {self._module}.{self._name}>"
+
+
+def defer_names(name: str, names: tuple[str, ...]) -> None:
+    """`defer` for a module a dependency imports *names* from at start-up (`from name import
+    X`): reading one of `names` from the stand-in gives a `_LaterName`, which imports the real
+    module when it is first called or read; any other attribute imports it at once. No-op when
+    `name` is already imported or not installed."""
+    defer(name)
+    stand_in = sys.modules.get(name)
+    if isinstance(stand_in, _Deferred) and "_deferred_real" not in stand_in.__dict__:
+        for attr in names:
+            setattr(stand_in, attr, _LaterName(name, attr))
+
+
 # Imported by a dependency at start-up, never run by the server: Connexion imports `requests`
-# to fetch remote `$ref`s, and openapi.yaml has none.
-UNUSED_BY_THE_SERVER = ("requests",)
+# to fetch remote `$ref`s (openapi.yaml has none) and httpx for OAuth token introspection
+# (the API uses bearer API keys).
+UNUSED_BY_THE_SERVER = ("requests", "httpx")
+# Imported from (`from module import name`) by a dependency at start-up, never run by the
+# server: Connexion's app imports Starlette's `TestClient` (and with it httpx, ~1.7 MiB and
+# ~30 modules) for its `test_client()`.
+NAMES_UNUSED_BY_THE_SERVER = {"starlette.testclient": ("TestClient",)}
 
 # Optional parts a dependency imports inside `try: ... except ImportError:` and does without:
 # httpx (which Connexion's app imports through Starlette's test client) its command-line
@@ -87,6 +141,8 @@ def defer_unused() -> None:
     `OPTIONAL_UNUSED_BY_THE_SERVER`: in a serving process only (`tunnelgw/__main__.py` and
     `tunnelgw/worker.py`), never in one that imports tunnelgw as a library (tests, the pytest
     plugin), whose own `import requests` or httpx command line should be the plain one."""
+    for name, names in NAMES_UNUSED_BY_THE_SERVER.items():
+        defer_names(name, names)
     for name in UNUSED_BY_THE_SERVER:
         defer(name)
     for name in OPTIONAL_UNUSED_BY_THE_SERVER:

@@ -129,6 +129,23 @@ def test_fixture_loaded_at_start(kit_server):
     assert [json.loads(t["metadata"]) for t in tunnels] == [{"kit": True}]
 
 
+def test_a_websocket_upgrade_is_answered_as_plain_http(kit_server):
+    """The API has no WebSocket endpoint and the server loads no WebSocket library (uvicorn's
+    `ws="none"`): an upgrade request gets an ordinary HTTP answer, never a 101 handshake."""
+    with socket.create_connection(("127.0.0.1", kit_server.port), timeout=10) as conn:
+        conn.sendall(
+            b"GET /api_keys HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+            b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
+        status_line = conn.recv(4096).split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 4"), status_line
+    maps = Path(f"/proc/{kit_server._proc.pid}/maps")  # the one worker serves in this process
+    if maps.exists():
+        assert "websockets" not in maps.read_text()
+    assert httpx.get(f"{kit_server.base_url}/healthz").status_code == 200
+
+
 def test_client_headers_add_to_the_servers(kit_server):
     with kit_server.client(headers={"Service-Version": "1"}) as client:
         answer = client.get("/api_keys")

@@ -157,6 +157,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert seen["port"] == 9123
     assert seen["workers"] == 2
     assert seen["timeout_keep_alive"] == 75
+    assert seen["ws"] == "none"  # no WebSocket endpoint: the websockets package stays out
     assert configured[0]["loggers"]["tunnelgw"]["level"] == "WARNING"
     assert seen["log_config"] == configured[0]
     assert seen["app"] == "tunnelgw.worker:create_app"

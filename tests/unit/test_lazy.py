@@ -3,6 +3,7 @@ start-up; the serving process defers `requests` (lazy.defer)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -26,8 +27,9 @@ def test_a_lazy_module_imports_at_the_first_attribute_read():
 @pytest.mark.parametrize("entry", ["tunnelgw.__main__", "tunnelgw.worker"])
 def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every
-    handler Connexion resolves) leaves `cryptography`, the fixture loader, cel-rust and
-    `requests` (with urllib3) unloaded, and neither httpx's command line (rich, pygments) nor
+    handler Connexion resolves) leaves `cryptography`, the fixture loader, cel-rust,
+    `requests` (with urllib3), httpx and Starlette's test client unloaded (stand-ins until
+    first use), and neither httpx's command line (rich, pygments) nor
     uvicorn's watchfiles reloader importable: in the main process (`tunnelgw.__main__` first)
     and in a spawned worker (`tunnelgw.worker` first). httpx itself still works."""
     code = textwrap.dedent(
@@ -40,6 +42,10 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
         lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]
+        # Stand-ins until first use: requests, httpx and Starlette's test client.
+        for name in ("requests", "httpx", "starlette.testclient"):
+            if type(sys.modules.get(name)).__name__ != "_Deferred":
+                loaded.append(name)
         import httpx
         assert "httpx" in sys.modules and httpx.Request("GET", "http://x/").method == "GET"
         print(",".join(loaded))
@@ -80,3 +86,58 @@ def test_a_deferred_module_is_the_real_one_at_its_first_use():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_names_imported_from_a_deferred_module_load_it_at_first_use():
+    """`lazy.defer_names`: `from module import Name` binds a stand-in name and loads nothing;
+    calling it (or reading from it) imports the real module and uses the real object."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from tunnelgw import lazy
+        lazy.defer_names("starlette.testclient", ("TestClient",))
+        from starlette.testclient import TestClient
+        assert "httpx" not in sys.modules, "imported with the stand-in"
+        assert "deferred starlette.testclient.TestClient" in repr(TestClient)
+        from starlette.applications import Starlette
+        from starlette.responses import PlainTextResponse
+        from starlette.routing import Route
+        app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("hi"))])
+        client = TestClient(app)
+        real = sys.modules["starlette.testclient"]
+        assert type(real).__name__ == "module" and isinstance(client, real.TestClient)
+        assert client.get("/").text == "hi"
+        assert TestClient.__name__ == "TestClient"  # attributes: the real class's
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_connexions_test_client_works_in_a_serving_process(tmp_path):
+    """Connexion's `app.test_client()` (Starlette's, through the stand-in) still works."""
+    code = textwrap.dedent(
+        """
+        import sys
+        import tunnelgw.worker
+        app = tunnelgw.worker.create_app()
+        assert type(sys.modules["httpx"]).__name__ == "_Deferred"
+        print(app.test_client().get("/healthz").status_code)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TUNNELGW_DATA_DIR": str(tmp_path)},
+    )
+    assert done.stdout.strip() == "200", done.stderr
