@@ -122,11 +122,17 @@ def defer_names(name: str, names: tuple[str, ...]) -> None:
 # Imported by a dependency at start-up, never run by the server: Connexion imports `requests`
 # to fetch remote `$ref`s (openapi.yaml has none) and httpx for OAuth token introspection
 # (the API uses bearer API keys).
-UNUSED_BY_THE_SERVER = ("requests", "httpx")
+# Jinja2 too, which Connexion imports to render specs given as templates (ours is not one) and
+# for its Swagger UI page (built at the first request for the docs: tunnelgw.routing).
+UNUSED_BY_THE_SERVER = ("requests", "httpx", "jinja2")
 # Imported from (`from module import name`) by a dependency at start-up, never run by the
-# server: Connexion's app imports Starlette's `TestClient` (and with it httpx, ~1.7 MiB and
-# ~30 modules) for its `test_client()`.
-NAMES_UNUSED_BY_THE_SERVER = {"starlette.testclient": ("TestClient",)}
+# server until a path it rarely or never takes: Connexion's app imports Starlette's
+# `TestClient` (and with it httpx, ~1.7 MiB and ~30 modules) for its `test_client()`, its
+# Swagger UI Starlette's `Jinja2Templates` (and with it Jinja2, ~2 MiB).
+NAMES_UNUSED_BY_THE_SERVER = {
+    "starlette.testclient": ("TestClient",),
+    "starlette.templating": ("Jinja2Templates",),
+}
 
 # Optional parts a dependency imports inside `try: ... except ImportError:` and does without:
 # httpx (which Connexion's app imports through Starlette's test client) its command-line

@@ -89,10 +89,23 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
 
 
 class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
-    """Connexion's Swagger UI and spec routes; other requests pass straight through."""
+    """Connexion's Swagger UI and spec routes; other requests pass straight through. The
+    routes are built at the first request for them: Connexion's Swagger UI renders its page
+    with Jinja2, which a worker that never serves the docs does not load (`lazy.defer_unused`
+    defers it)."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__(app)
+        self._pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def add_api(self, *args: Any, **kwargs: Any) -> None:
+        self._pending.append((args, kwargs))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith(DOCS_PREFIXES):
             await self.app(scope, receive, send)
             return
+        while self._pending:
+            args, kwargs = self._pending.pop(0)
+            super().add_api(*args, **kwargs)
         await super().__call__(scope, receive, send)

@@ -42,8 +42,8 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
         lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]
-        # Stand-ins until first use: requests, httpx and Starlette's test client.
-        for name in ("requests", "httpx", "starlette.testclient"):
+        # Stand-ins until first use: requests, httpx, Jinja2 and the Starlette modules of both.
+        for name in ("requests", "httpx", "jinja2", "starlette.testclient", "starlette.templating"):
             if type(sys.modules.get(name)).__name__ != "_Deferred":
                 loaded.append(name)
         import httpx
@@ -121,15 +121,23 @@ def test_names_imported_from_a_deferred_module_load_it_at_first_use():
     assert done.stdout.strip() == "ok", done.stderr
 
 
-def test_connexions_test_client_works_in_a_serving_process(tmp_path):
-    """Connexion's `app.test_client()` (Starlette's, through the stand-in) still works."""
+def test_connexions_test_client_and_docs_work_in_a_serving_process(tmp_path):
+    """Connexion's `app.test_client()` (Starlette's, through the stand-in) still works; the
+    docs routes, built at their first request, load Jinja2 then and serve."""
     code = textwrap.dedent(
         """
         import sys
         import tunnelgw.worker
         app = tunnelgw.worker.create_app()
         assert type(sys.modules["httpx"]).__name__ == "_Deferred"
-        print(app.test_client().get("/healthz").status_code)
+        client = app.test_client()
+        assert client.get("/healthz").status_code == 200
+        assert type(sys.modules["jinja2"]).__name__ == "_Deferred"
+        page = client.get("/ui/")
+        assert page.status_code == 200 and "swagger-ui" in page.text, page.text[:200]
+        assert client.get("/openapi.json").json()["openapi"].startswith("3.")
+        assert type(sys.modules["jinja2"]).__name__ == "module"
+        print("ok")
         """
     )
     done = subprocess.run(
@@ -140,4 +148,4 @@ def test_connexions_test_client_works_in_a_serving_process(tmp_path):
         check=False,
         env={**os.environ, "TUNNELGW_DATA_DIR": str(tmp_path)},
     )
-    assert done.stdout.strip() == "200", done.stderr
+    assert done.stdout.strip() == "ok", done.stderr
