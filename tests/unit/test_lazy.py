@@ -111,13 +111,7 @@ def test_names_imported_from_a_deferred_module_load_it_at_first_use():
         print("ok")
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _python(code)
     assert done.stdout.strip() == "ok", done.stderr
 
 
@@ -140,12 +134,17 @@ def test_connexions_test_client_and_docs_work_in_a_serving_process(tmp_path):
         print("ok")
         """
     )
-    done = subprocess.run(
+    done = _python(code, TUNNELGW_DATA_DIR=str(tmp_path))
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter in the repository (warnings off), with `env` added."""
+    return subprocess.run(
         [sys.executable, "-W", "ignore", "-c", code],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "TUNNELGW_DATA_DIR": str(tmp_path)},
+        env={**os.environ, **env},
     )
-    assert done.stdout.strip() == "ok", done.stderr
