@@ -10,8 +10,9 @@
   (`busy_timeout`) rather than fail; WAL lets readers go on meanwhile.
 - **PostgreSQL** (asyncpg: native asyncio, binary protocol, each connection keeps its
   prepared statements) takes connections from asyncpg's pool: reads in autocommit (one
-  round trip per statement), writes in one transaction. Statements are written with
-  `%s` placeholders (`unit.mark`) and numbered (`$1`, `$2`, ...) for the driver.
+  round trip per statement), writes in one transaction. Statements reach the connection in
+  one convention, `%s` placeholders and `%%` for a literal `%` (`unit.mark`; SQLAlchemy
+  compiles in it too), and are numbered (`$1`, `$2`, ...) for the driver there.
 
 A write unit commits when its block succeeds and rolls back on any exception, so a failed
 request never leaves a half-written row; a constraint violation (a concurrent request got
@@ -25,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -109,7 +112,9 @@ def _sa_dialect(name: str) -> Any:
         return sqlite.dialect()
     from sqlalchemy.dialects.postgresql import asyncpg
 
-    return asyncpg.dialect()  # type: ignore[no-untyped-call]
+    # `%s` placeholders and `%%` for a literal `%`, like the statements written by hand: one
+    # convention for `_PgConnection` to number.
+    return asyncpg.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
 
 
 def _compile(statement: ClauseElement, dialect: str) -> _Plan:
@@ -215,16 +220,16 @@ class _PgConnection:
         return [], int(count) if count.isdigit() else -1
 
 
+_MARKS = re.compile(r"%[%s]")
+
+
 @functools.lru_cache(maxsize=2048)
 def numbered(sql: str) -> str:
-    """`sql` with its `%s` placeholders numbered for PostgreSQL (`$1`, `$2`, ...) and `%%` as
-    `%`: statements are written with the one placeholder `unit.mark`, and SQLAlchemy's
-    compiled statements come numbered already."""
-    parts = sql.split("%s")
-    out = [parts[0]]
-    for number, part in enumerate(parts[1:], start=1):
-        out.append(f"${number}{part}")
-    return "".join(out).replace("%%", "%")
+    """`sql` with its `%s` placeholders numbered for PostgreSQL (`$1`, `$2`, ...) and each
+    `%%` as a literal `%`: the convention of the statements written with `unit.mark` and of
+    those SQLAlchemy compiles (`_sa_dialect`)."""
+    numbers = itertools.count(1)
+    return _MARKS.sub(lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
 
 
 @functools.lru_cache(maxsize=2048)
@@ -475,6 +480,12 @@ class Database:
             )
         return self._pool
 
+    async def _checkout(self) -> tuple[Any, _PgConnection]:
+        """A connection from the pool, and its lease (`await lease.__aexit__(...)` gives it
+        back)."""
+        lease = (await self._pg_pool()).acquire()
+        return lease, _PgConnection(await lease.__aenter__())
+
     async def create_schema(self) -> None:
         """Create every table of the models (idempotent; tests and the benchmark)."""
         from sqlalchemy import create_engine
@@ -527,8 +538,8 @@ class _ReadScope:
         shared = _shared.get()
         if shared is not None and shared.database is database:
             return Unit(await shared.connection(), "postgresql", writes=False)
-        self._lease = (await database._pg_pool()).acquire()
-        return Unit(_PgConnection(await self._lease.__aenter__()), "postgresql", writes=False)
+        self._lease, conn = await database._checkout()
+        return Unit(conn, "postgresql", writes=False)
 
     async def __aexit__(self, *exc: Any) -> None:
         if self._lease is not None:
@@ -567,8 +578,7 @@ class _SharedReads:
 
     async def connection(self) -> _PgConnection:
         if self._conn is None:
-            self._lease = (await self.database._pg_pool()).acquire()
-            self._conn = _PgConnection(await self._lease.__aenter__())
+            self._lease, self._conn = await self.database._checkout()
         return self._conn
 
     async def release(self) -> None:
@@ -624,8 +634,7 @@ class _WriteScope:
             if shared is not None and shared.database is database:
                 self._conn = await shared.connection()
             else:
-                self._lease = (await database._pg_pool()).acquire()
-                self._conn = _PgConnection(await self._lease.__aenter__())
+                self._lease, self._conn = await database._checkout()
             try:
                 await self._conn.run("BEGIN", ())
             except BaseException as exc:

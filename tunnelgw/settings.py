@@ -22,8 +22,9 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1, le=64)
     data_dir: Path = Path("tunnelgw-data")
     database_url: str | None = None
-    # PostgreSQL connections per worker, opened on demand from one: a request holds one for
-    # its statements only, and requests beyond it wait in the pool (README: Configuration).
+    # PostgreSQL connections per worker, opened on demand from one: a request holds one from
+    # its credential check to the end of its handler, and requests beyond it wait in the pool
+    # (README: Configuration).
     database_pool_size: int = Field(default=32, ge=1, le=1000)  # = tunnelgw.db.POOL_MAX_SIZE
     public_url: str | None = None
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)

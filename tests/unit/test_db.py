@@ -197,3 +197,18 @@ def test_placeholders_are_numbered_for_postgresql():
     assert numbered("SELECT 1") == "SELECT 1"
     assert numbered("x LIKE 'a%%' AND y = %s") == "x LIKE 'a%' AND y = $1"
     assert numbered('"a" = $1::VARCHAR') == '"a" = $1::VARCHAR'  # compiled by SQLAlchemy
+
+
+def test_a_literal_percent_in_a_compiled_statement_is_kept(url):  # noqa: F811
+    """SQLAlchemy compiles for PostgreSQL in the hand-written statements' convention (`%%`
+    for a literal `%`), so a literal `'%s...'` is not taken for a placeholder."""
+    migrate.upgrade(url)
+
+    async def scenario(database: Database) -> object:
+        async with database.write() as unit:
+            unit.add_all([Account.new(id="acct_p1", name="%sale"), Account.new(id="acct_p2")])
+        async with database.read() as unit:
+            found = await unit.exec(text("SELECT id FROM account WHERE name LIKE '%sal%'"))
+        return found.all()
+
+    assert _run(url, scenario) == [("acct_p1",)]
