@@ -32,15 +32,30 @@ SAMPLE_CHARS = 300
 
 @dataclass(frozen=True)
 class Load:
-    """What to send: GET of each path in turn, or POST `body` to `paths[0]`."""
+    """What to send: GET of each path in turn, or POST `body` to `paths[0]`; with
+    `write_every` N and `write_path`, GETs of `paths` with a POST of `body` to `write_path`
+    in place of every Nth request (reads with writes interleaved)."""
 
     paths: tuple[str, ...]
     token: str = ""
     body: bytes | None = None  # a POST when set
+    write_every: int = 0
+    write_path: str = ""
 
     @property
     def method(self) -> str:
-        return "GET" if self.body is None else "POST"
+        return "GET" if self.body is None or self.write_every else "POST"
+
+    def requests(self) -> list[tuple[str, str, bytes | None]]:
+        """(method, path, body) of each request in the order they are sent."""
+        if not self.write_every:
+            return [(self.method, path, self.body) for path in self.paths]
+        sent: list[tuple[str, str, bytes | None]] = []
+        for index, path in enumerate(self.paths):
+            if index % (self.write_every - 1) == 0:
+                sent.append(("POST", self.write_path, self.body))
+            sent.append(("GET", path, None))
+        return sent
 
 
 @dataclass(frozen=True)
@@ -79,7 +94,11 @@ class Stats:
 def run_wrk(base_url: str, load: Load, shape: Shape) -> Stats:
     """One bounded wrk run with bench/scenario.lua."""
     with tempfile.TemporaryDirectory(prefix="tunnelgw-wrk-") as tmp:
-        if load.body is None:
+        if load.write_every:
+            paths = _write(Path(tmp) / "paths.txt", "\n".join(load.paths) + "\n")
+            body = _write(Path(tmp) / "body.json", load.body or b"")
+            script_args = ["mix", paths, load.write_path, body, str(load.write_every)]
+        elif load.body is None:
             script_args = ["get", _write(Path(tmp) / "paths.txt", "\n".join(load.paths) + "\n")]
         else:
             script_args = ["post", load.paths[0], _write(Path(tmp) / "body.json", load.body)]
@@ -108,13 +127,11 @@ def run_wrk(base_url: str, load: Load, shape: Shape) -> Stats:
 def _probe(base_url: str, load: Load) -> str:
     """One request of the load, for a sample of what failed (wrk only counts failures)."""
     headers = {"Authorization": f"Bearer {load.token}", "Service-Version": "2"}
-    method = "GET" if load.body is None else "POST"
-    if load.body is not None:
+    method, path, body = load.requests()[0]
+    if body is not None:
         headers["Content-Type"] = "application/json"
     try:
-        answer = httpx.request(
-            method, base_url + load.paths[0], headers=headers, content=load.body, timeout=10
-        )
+        answer = httpx.request(method, base_url + path, headers=headers, content=body, timeout=10)
     except httpx.HTTPError as exc:
         return f"probe failed: {exc!r}"[:SAMPLE_CHARS]
     return f"{answer.status_code} {answer.text}"[:SAMPLE_CHARS]
@@ -171,14 +188,13 @@ class _Tally:
             self.sample = text[:SAMPLE_CHARS]
 
 
-def _request_bytes(port: int, load: Load, path: str) -> bytes:
-    lines = [f"{load.method} {path} HTTP/1.1", f"Host: {HOST}:{port}", "Service-Version: 2"]
-    if load.token:
-        lines.append(f"Authorization: Bearer {load.token}")
-    body = load.body or b""
-    if load.body is not None:
+def _request_bytes(port: int, token: str, method: str, path: str, body: bytes | None) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}:{port}", "Service-Version: 2"]
+    if token:
+        lines.append(f"Authorization: Bearer {token}")
+    if body is not None:
         lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -244,7 +260,10 @@ async def _connection(
 
 
 async def _python_load(port: int, load: Load, shape: Shape) -> tuple[_Tally, float]:
-    requests = [_request_bytes(port, load, path) for path in load.paths]
+    requests = [
+        _request_bytes(port, load.token, method, path, body)
+        for method, path, body in load.requests()
+    ]
     tally = _Tally()
     started = time.perf_counter()
     deadline = started + shape.duration

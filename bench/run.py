@@ -50,6 +50,7 @@ PARTS = (
     "seq",  # tunnelgw GET by id, 1 connection
     "list",  # one list URL: its page is kept while the database is unchanged
     "listread",  # list pages under rotating cursors, more than are kept: each one read
+    "listmix",  # the same with a create in place of every 10th request
     "create",
     "workers2",  # tunnelgw (and the reference) with 2 workers
     "reference",
@@ -59,7 +60,8 @@ PARTS = (
     "startup",
     "deep",
 )
-SINGLE = ("get", "seq", "list", "listread", "create")
+SINGLE = ("get", "seq", "list", "listread", "listmix", "create")
+WRITE_EVERY = 10  # listmix: one create in every WRITE_EVERY requests
 LIST_PATH = f"{data.API_PATH}?limit=100"
 PRISM_WARMUP_S = 5.0  # Node's JIT: Prism serves a third of its speed in its first second
 # Sizes of a full run, and of --smoke (flags given explicitly win).
@@ -261,6 +263,18 @@ class Bench:
                 "list_read",
                 "list of 100, pages read",
                 Load(data.cursor_list_paths(LIST_PATH, subject.get.paths), self.token),
+                self.concurrent,
+            ),
+            "listmix": (
+                "list_mix",
+                f"list of 100 + 1 create in {WRITE_EVERY}",
+                Load(
+                    data.cursor_list_paths(LIST_PATH, subject.get.paths),
+                    self.token,
+                    data.CREATE_BYTES,
+                    write_every=WRITE_EVERY,
+                    write_path=data.API_PATH,
+                ),
                 self.concurrent,
             ),
             "create": (

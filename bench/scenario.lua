@@ -5,6 +5,8 @@
 --   get:  GET of each path in PATHS_FILE (one per line) in turn, e.g.
 --         /backends/http_response/{id} over ~100 ids, or one list path
 --   post: POST of the JSON in BODY_FILE to PATH, repeated
+--   mix:  ... -- mix PATHS_FILE POST_PATH BODY_FILE N: the GETs of `get` with a POST of
+--         BODY_FILE to POST_PATH in place of every Nth request (reads with writes interleaved)
 -- The bearer token comes from the BENCH_TOKEN environment variable.
 --
 -- Every request carries `Authorization` and `Service-Version: 2`. done() prints one line
@@ -47,6 +49,21 @@ function init(args)
     wrk.headers["Service-Version"] = "2"
     if mode == "get" then
         for _, path in ipairs(read_lines(args[2])) do
+            table.insert(requests_list, wrk.format("GET", path))
+        end
+    elseif mode == "mix" then
+        local every = tonumber(args[5])
+        local body = read_all(args[4])
+        local paths = read_lines(args[2])
+        -- wrk.format uses a headers table given to it instead of wrk.headers: copy them.
+        local post_headers = {["Content-Type"] = "application/json"}
+        for name, value in pairs(wrk.headers) do
+            post_headers[name] = value
+        end
+        for index, path in ipairs(paths) do
+            if (index - 1) % (every - 1) == 0 then
+                table.insert(requests_list, wrk.format("POST", args[3], post_headers, body))
+            end
             table.insert(requests_list, wrk.format("GET", path))
         end
     elseif mode == "post" then
