@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from models import HttpResponseBackend
-from tunnelgw import auth, db, ids, records, resources, timefmt
+from tunnelgw.core import ids, timefmt
+from tunnelgw.services import auth, paging
+from tunnelgw.storage import db, records
 
 PREFIX = HttpResponseBackend.PREFIX
 COUNTER_DIGITS = 7
@@ -69,7 +71,7 @@ class Layout:
 
 
 # Cursors the deep-paging scenario cycles through: more pages than a server keeps
-# (tunnelgw.rendercache.MAX_PAGE_ROWS / PAGE = 20), so every page is read from the database
+# (tunnelgw.services.rendercache.MAX_PAGE_ROWS / PAGE = 20), so every page is read from the database
 # and the figure is the query's, not the page cache's.
 CURSORS = 200
 
@@ -137,12 +139,12 @@ class _Capture:
 
 
 def server_page_sql(dialect: str, account_id: str, before_id: str) -> tuple[str, tuple[Any, ...]]:
-    """The statement tunnelgw runs for one list page with `before_id`: resources.page_rows
+    """The statement tunnelgw runs for one list page with `before_id`: paging.page_rows
     on a unit whose connection records what it is sent."""
     capture = _Capture()
     unit = db.Unit(capture, dialect, writes=False)
     caller = auth.Caller(account_id, "usr_bench", True, "ak_bench")
-    asyncio.run(resources.page_rows(unit, HttpResponseBackend, caller, PAGE, before_id))
+    asyncio.run(paging.page_rows(unit, HttpResponseBackend, caller, PAGE, before_id))
     if len(capture.statements) != 1:
         raise RuntimeError(f"expected one statement per page, got {capture.statements}")
     return capture.statements[0]

@@ -3,7 +3,7 @@
 - `create_app`: bare Starlette on uvicorn with stdlib `sqlite3`, doing per request what
   tunnelgw's GET by id does in the database: the bearer-token lookup (api_key joined to its
   principal by the SHA-256 of the token) and the row read (by id and account), both inline on
-  the event loop on one read connection per process (WAL, tunnelgw/db.py's pragmas,
+  the event loop on one read connection per process (WAL, tunnelgw/storage/db.py's pragmas,
   autocommit, `query_only`), then the row's API shape serialised with orjson. It checks the
   `Service-Version` header, and answers 401/404 as tunnelgw would; no Connexion, no request or
   response validation, no middleware. This is the ceiling of the stack.
@@ -11,7 +11,7 @@
   layer alone).
 
 Run by bench/run.py:
-    BENCH_REFERENCE_DB=/path/to/tunnelgw.db uvicorn --app-dir bench --factory \
+    BENCH_REFERENCE_DB=/path/to/tunnelgw.storage.db uvicorn --app-dir bench --factory \
         reference_app:create_app
 The database must already hold the project's schema and rows (run.py prepares it).
 """
@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tunnelgw.db import SQLITE_PRAGMAS
+from tunnelgw.storage.db import SQLITE_PRAGMAS
 
 DB_ENV = "BENCH_REFERENCE_DB"
 PATH = "/backends/http_response"
@@ -61,7 +61,7 @@ CONSTANT = orjson.dumps(
 
 
 def connect(path: str) -> sqlite3.Connection:
-    """A read connection configured as tunnelgw/db.py configures its own."""
+    """A read connection configured as tunnelgw/storage/db.py configures its own."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     for pragma in SQLITE_PRAGMAS:
         conn.execute(f"PRAGMA {pragma}")

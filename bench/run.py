@@ -334,7 +334,7 @@ class Bench:
         """GET paths for servers without our data: the seeded ids, or well-formed ones."""
         if self.get_paths:
             return self.get_paths
-        from tunnelgw import ids
+        from tunnelgw.core import ids
 
         made = [ids.new_id("bkdhr") for _ in range(data.ROTATING_IDS)]
         return tuple(f"{data.API_PATH}/{id_}" for id_ in made)
@@ -417,7 +417,7 @@ class Bench:
         data_dir.mkdir()
         db_path = data_dir / "tunnelgw.db"
         url = data.sqlite_url(db_path)
-        from tunnelgw import migrate
+        from tunnelgw.schema import migrate
 
         migrate.upgrade(url)
         creds = data.create_accounts(url, 2)

@@ -1,5 +1,5 @@
 """The admin API (`/_admin/`, tag `admin`): for test suites driving this server. Served only
-with `--admin-api` (tunnelgw.app drops the paths otherwise); admin principals only; every
+with `--admin-api` (tunnelgw.http.app drops the paths otherwise); admin principals only; every
 operation acts on the caller's own account."""
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ from sqlalchemy import delete, func, select
 from sqlmodel import col
 
 from models import Account, FaultRule
-from tunnelgw import auth, db, faults, ids, lazy, pipeline, runtime, timefmt
-from tunnelgw.auth import Caller
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.http import pipeline, state
+from tunnelgw.services import auth, faults
+from tunnelgw.services.auth import Caller
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
 if TYPE_CHECKING:
@@ -42,11 +45,11 @@ async def reset() -> dict[str, Any]:
 
 async def load_fixtures(body: Body = None) -> dict[str, Any]:
     caller = _admin()
-    state = runtime.active()
-    assert state is not None  # requests run under their app's state
+    app_state = state.active()
+    assert app_state is not None  # requests run under their app's state
     try:
         return await fixtures.load_document(
-            state, pipeline.raw_body.get(), FIXTURE_NAME, caller.account_id
+            app_state, pipeline.raw_body.get(), FIXTURE_NAME, caller.account_id
         )
     except fixtures.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.

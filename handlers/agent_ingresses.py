@@ -3,7 +3,7 @@
 The domain is stored lower-case and is unique over all accounts; the server's own domains
 are refused. `ns_targets` come from the settings, `region_domains` from hostnames.REGIONS.
 Certificate management (a policy, and the simulated provisioning job's status) is the one
-reserved domains have (tunnelgw.certstore); a PATCH with the policy null turns it off.
+reserved domains have (tunnelgw.services.certstore); a PATCH with the policy null turns it off.
 """
 
 from __future__ import annotations
@@ -11,19 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from models import AgentIngress
-from tunnelgw import (
-    auth,
-    certmanagement,
-    certstore,
-    db,
-    hostnames,
-    ids,
-    resources,
-    settings,
-    timefmt,
-)
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.rules import certmanagement, hostnames
+from tunnelgw.services import auth, certstore, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 
 def _service_domains() -> tuple[str, ...]:
@@ -60,13 +53,13 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         ns_targets=settings.current().ns_target_list(),
         region_domains=hostnames.region_domains(domain),
     )
-    resources.apply_patch(ingress, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(ingress, body, crud.DESCRIBED_FIELDS)
     policy = certmanagement.policy(body.get("certificate_management_policy"), settings.current())
     if policy is not None:
         certstore.attach_policy(ingress, policy, timefmt.utcnow())
     # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
     async with db.write() as unit:
-        if await resources.taken(unit, AgentIngress.domain, domain):
+        if await crud.taken(unit, AgentIngress.domain, domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE,
                 f"{domain!r} is already the domain of an agent ingress.",
@@ -81,26 +74,23 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    return await certstore.list_settled(
-        AgentIngress, "ingresses", limit, before_id, beforeId, filter
-    )
+    return await certstore.list_settled(AgentIngress, "ingresses", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     async with db.write() as unit:
-        row = await resources.get_owned(unit, AgentIngress, auth.caller(), id, lock=True)
+        row = await crud.get_owned(unit, AgentIngress, auth.caller(), id, lock=True)
         now = timefmt.utcnow()
         await certstore.settle_row(unit, row, now)
-        resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
         certstore.apply_policy_change(row, body, now, null_detaches=True)
     return row.to_api()
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(AgentIngress, id)
+    return await crud.delete_one(AgentIngress, id)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from models import ApiKey, Principal
-from tunnelgw import accounts, auth, db, resources
-from tunnelgw.auth import Caller
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import accounts, auth, crud, paging
+from tunnelgw.services.auth import Caller
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
@@ -46,21 +47,20 @@ async def _owner(unit: Unit, caller: Caller, owner_id: str | None) -> Principal:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(ApiKey, id)
+    return await crud.read_one(ApiKey, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(ApiKey, "keys", limit, before_id, beforeId, filter)
+) -> crud.Listed:
+    return await crud.read_page(ApiKey, "keys", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(ApiKey, id, body)
+    return await crud.update_described(ApiKey, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(ApiKey, id)
+    return await crud.delete_one(ApiKey, id)

@@ -6,23 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from models import ApplicationSession
-from tunnelgw import resources
+from tunnelgw.services import crud, paging
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(ApplicationSession, id)
+    return await crud.read_one(ApplicationSession, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        ApplicationSession, "application_sessions", limit, before_id, beforeId, filter
+) -> crud.Listed:
+    return await crud.read_page(
+        ApplicationSession, "application_sessions", limit, before_id, filter
     )
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(ApplicationSession, id)
+    return await crud.delete_one(ApplicationSession, id)

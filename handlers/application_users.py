@@ -7,28 +7,26 @@ from typing import Any
 
 from models import ApplicationUser
 from models.application_session import sign_out
-from tunnelgw import auth, db, resources
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.storage import db
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(ApplicationUser, id)
+    return await crud.read_one(ApplicationUser, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        ApplicationUser, "application_users", limit, before_id, beforeId, filter
-    )
+) -> crud.Listed:
+    return await crud.read_page(ApplicationUser, "application_users", limit, before_id, filter)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
-        user = await resources.get_owned(unit, ApplicationUser, caller, id)
+        user = await crud.get_owned(unit, ApplicationUser, caller, id)
         await sign_out(unit, caller.account_id, user.id)
         await unit.delete(user)
     return None, 204

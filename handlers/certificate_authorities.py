@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from models import CertificateAuthority
-from tunnelgw import auth, db, ids, lazy, resources
+from tunnelgw.core import ids, lazy
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import x509
-else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
     x509 = lazy.module("tunnelgw.crypto.x509")
 
 
@@ -33,30 +35,29 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         key_usages=[*cert.key_usages],
         extended_key_usages=[*cert.extended_key_usages],
     )
-    resources.apply_patch(ca, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
         unit.add(ca)
     return ca.to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(CertificateAuthority, id)
+    return await crud.read_one(CertificateAuthority, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        CertificateAuthority, "certificate_authorities", limit, before_id, beforeId, filter
+) -> crud.Listed:
+    return await crud.read_page(
+        CertificateAuthority, "certificate_authorities", limit, before_id, filter
     )
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(CertificateAuthority, id, body)
+    return await crud.update_described(CertificateAuthority, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(CertificateAuthority, id)
+    return await crud.delete_one(CertificateAuthority, id)

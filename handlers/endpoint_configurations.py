@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from models import EndpointConfiguration
-from tunnelgw import resources
+from tunnelgw.services import crud
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(EndpointConfiguration, id)
+    return await crud.read_one(EndpointConfiguration, id)

@@ -7,23 +7,22 @@ import builtins
 from typing import Any
 
 from models import Endpoint
-from tunnelgw import listing, resources
+from tunnelgw.services import crud, listing, paging
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(Endpoint, id)
+    return await crud.read_one(Endpoint, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter names
     id: builtins.list[str] | None = None,  # noqa: A002
     url: builtins.list[str] | None = None,
     ids: builtins.list[str] | None = None,
     urls: builtins.list[str] | None = None,
-) -> resources.Listed:
+) -> crud.Listed:
     """`id`/`ids` and `url`/`urls` are exact-match filters (any of the ids, any of the
     URLs); with `filter`, an endpoint must pass all of them."""
     exact: dict[str, set[str]] = {}
@@ -36,7 +35,7 @@ async def list(
             exact[field] = set(values)
             keep += [(names[0], value) for value in values]
     if filter is None and not exact:
-        return await resources.read_page(Endpoint, "endpoints", limit, before_id, beforeId)
+        return await crud.read_page(Endpoint, "endpoints", limit, before_id)
     return await listing.read_filtered(
-        Endpoint, "endpoints", limit, before_id, beforeId, filter, exact=exact, keep=keep
+        Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
     )

@@ -10,15 +10,17 @@ from typing import Any
 
 from models import EventSource, EventSubscription
 from models.event_source import of_subscription, sources_path
-from tunnelgw import auth, db, listing, resources, urls
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import urls
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud, listing
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def _subscription(unit: Unit, subscription_id: str) -> EventSubscription:
     """The caller's subscription; ApiError(404) if unknown or another account's."""
-    return await resources.get_owned(unit, EventSubscription, auth.caller(), subscription_id)
+    return await crud.get_owned(unit, EventSubscription, auth.caller(), subscription_id)
 
 
 async def _source(unit: Unit, subscription_id: str, type_: str) -> EventSource:

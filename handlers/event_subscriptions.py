@@ -11,10 +11,12 @@ from typing import Any
 
 from models import EventSource, EventSubscription
 from models.event_source import of_subscription
-from tunnelgw import auth, db, ids, resources
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 def _check_destinations(body: dict[str, Any]) -> None:
@@ -51,7 +53,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     subscription = EventSubscription.new(
         id=ids.new_id(EventSubscription.PREFIX), account_id=auth.caller().account_id
     )
-    resources.apply_patch(subscription, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
     sources = _new_sources(subscription, _types(body))
     async with db.write() as unit:
         unit.add(subscription)  # inserted before its sources
@@ -61,22 +63,20 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
     async with db.read() as unit:
-        subscription = await resources.get_owned(unit, EventSubscription, auth.caller(), id)
+        subscription = await crud.get_owned(unit, EventSubscription, auth.caller(), id)
         return subscription.to_api(await of_subscription(unit, subscription.id))
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
+) -> crud.Listed:
+    return await crud.read_page(
         EventSubscription,
         "event_subscriptions",
         limit,
         before_id,
-        beforeId,
         filter,
         renderer=_with_sources,
     )
@@ -86,7 +86,7 @@ async def _with_sources(
     unit: Unit, rows: builtins.list[EventSubscription]
 ) -> Callable[[EventSubscription], dict[str, Any]]:
     """Renders the page's subscriptions with their sources (read for the page at once)."""
-    found = await resources.select_in(unit, EventSource, "subscription_id", [r.id for r in rows])
+    found = await unit.select_in(EventSource, "subscription_id", [r.id for r in rows])
     sources: dict[str, builtins.list[EventSource]] = {row.id: [] for row in rows}
     for source in sorted(found, key=lambda s: s.type):
         sources[source.subscription_id].append(source)
@@ -113,10 +113,8 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     _check_destinations(body)
     async with db.write() as unit:
-        subscription = await resources.get_owned(
-            unit, EventSubscription, auth.caller(), id, lock=True
-        )
-        resources.apply_patch(subscription, body, resources.DESCRIBED_FIELDS)
+        subscription = await crud.get_owned(unit, EventSubscription, auth.caller(), id, lock=True)
+        crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
         types = _types(body)
         if types:  # [] and null change nothing
             sources = await _replace_sources(unit, subscription, types)
@@ -127,4 +125,4 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     # The sources go with it (foreign key ON DELETE CASCADE).
-    return await resources.delete_one(EventSubscription, id)
+    return await crud.delete_one(EventSubscription, id)

@@ -6,8 +6,10 @@ from typing import Any
 
 from connexion.lifecycle import ConnexionResponse
 
-from tunnelgw import db, metrics, migrate
-from tunnelgw.errors import ApiError, Code
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.http import metrics
+from tunnelgw.schema import migrate
+from tunnelgw.storage import db
 
 
 async def get() -> dict[str, str]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from models import HttpResponseBackend
-from tunnelgw import auth, db, ids, resources
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 DEFAULT_STATUS = 200
-FIELDS = {**resources.DESCRIBED_FIELDS, "body": "body"}
+FIELDS = {**crud.DESCRIBED_FIELDS, "body": "body"}
 
 
 def _headers(headers: dict[str, str]) -> dict[str, str] | None:
@@ -29,7 +31,7 @@ def _headers(headers: dict[str, str]) -> dict[str, str] | None:
 
 
 def _apply(backend: HttpResponseBackend, body: dict[str, Any]) -> None:
-    resources.apply_patch(backend, body, FIELDS)
+    crud.apply_patch(backend, body, FIELDS)
     if body.get("headers") is not None:
         backend.headers = _headers(body["headers"])
     if body.get("status_code"):  # 0 and null are unset
@@ -50,25 +52,22 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(HttpResponseBackend, id)
+    return await crud.read_one(HttpResponseBackend, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        HttpResponseBackend, "backends", limit, before_id, beforeId, filter
-    )
+) -> crud.Listed:
+    return await crud.read_page(HttpResponseBackend, "backends", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_one(
+    return await crud.update_one(
         HttpResponseBackend, id, lambda backend: _apply(backend, body or {})
     )
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(HttpResponseBackend, id)
+    return await crud.delete_one(HttpResponseBackend, id)

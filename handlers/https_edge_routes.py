@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from models import EdgeRoute
-from tunnelgw import auth, db
-from tunnelgw.errors import ApiError, Code
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth
+from tunnelgw.storage import db
 
 
 async def get(edge_id: str, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from models import Edge
-from tunnelgw import auth, db, edges, resources
-from tunnelgw.db import Unit
+from tunnelgw.services import auth, crud, edges, paging
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -20,12 +21,11 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await edges.read_page("https", limit, before_id, beforeId, filter, renderer=_with_routes)
+) -> crud.Listed:
+    return await edges.read_page("https", limit, before_id, filter, renderer=_with_routes)
 
 
 async def _with_routes(unit: Unit, rows: builtins.list[Edge]) -> Callable[[Edge], dict[str, Any]]:

@@ -7,9 +7,11 @@ from typing import Any
 
 from models import ReservedAddr
 from models.reserved_addr import free_port
-from tunnelgw import auth, db, ids, resources, settings
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids, settings
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 DEFAULT_REGION = "us"
 
@@ -35,30 +37,27 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
             port=port,
             region=region,
         )
-        resources.apply_patch(addr, body, resources.DESCRIBED_FIELDS)
+        crud.apply_patch(addr, body, crud.DESCRIBED_FIELDS)
         # A concurrent reservation of the same port loses on the unique index (409).
         unit.add(addr)
     return addr.to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(ReservedAddr, id)
+    return await crud.read_one(ReservedAddr, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        ReservedAddr, "reserved_addrs", limit, before_id, beforeId, filter
-    )
+) -> crud.Listed:
+    return await crud.read_page(ReservedAddr, "reserved_addrs", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(ReservedAddr, id, body)
+    return await crud.update_described(ReservedAddr, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(ReservedAddr, id)
+    return await crud.delete_one(ReservedAddr, id)

@@ -1,7 +1,7 @@
 """Reserved domains (`/reserved_domains`): spec section 4.3.
 
-Naming rules are in tunnelgw.reserved_names, the certificate management lifecycle in
-tunnelgw.certmanagement (pure) and tunnelgw.certstore (settling stored rows on each access).
+Naming rules are in tunnelgw.rules.reserved_names, the certificate management lifecycle in
+tunnelgw.rules.certmanagement (pure) and tunnelgw.services.certstore (settling stored rows on each access).
 """
 
 from __future__ import annotations
@@ -9,21 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
-from tunnelgw import (
-    auth,
-    certmanagement,
-    certstore,
-    db,
-    ids,
-    reserved_names,
-    resources,
-    timefmt,
-)
-from tunnelgw import settings as tunnelgw_settings
-from tunnelgw.auth import Caller
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids, timefmt
+from tunnelgw.core import settings as tunnelgw_settings
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.rules import certmanagement, reserved_names
+from tunnelgw.services import auth, certstore, crud, paging
+from tunnelgw.services.auth import Caller
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 ENDPOINT_CONFIGURATION_FIELDS = (
     "http_endpoint_configuration_id",
@@ -45,7 +39,7 @@ def _new_row(body: dict[str, Any], caller: Caller) -> ReservedDomain:
         cname_target=cname_target,
         acme_challenge_cname_target=acme_target,
     )
-    resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
     row.resolves_to = _resolves_to(body.get("resolves_to"))
     policy = certmanagement.policy(body.get("certificate_management_policy"), config)
     if policy is not None:
@@ -62,7 +56,7 @@ def _resolves_to(value: Any) -> Any:
 async def _certificate(unit: Unit, caller: Caller, cert_id: str) -> TlsCertificate:
     """The caller's TLS certificate `cert_id` (404 ERR_REFERENCE_NOT_FOUND otherwise),
     share-locked: a concurrent delete of it waits for this unit, then finds it in use."""
-    return await resources.get_reference(
+    return await crud.get_reference(
         unit, TlsCertificate, caller, cert_id, "certificate_id", lock="share"
     )
 
@@ -73,7 +67,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     row = _new_row(body, caller)
     async with db.write() as unit:
         # Checked first for a clear error; the unique index decides under races (409).
-        if await resources.taken(unit, ReservedDomain.domain, row.domain):
+        if await crud.taken(unit, ReservedDomain.domain, row.domain):
             raise ApiError(
                 Code.DOMAIN_IN_USE, f"{row.domain!r} is already reserved.", field="domain"
             )
@@ -90,19 +84,18 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await certstore.list_settled(
-        ReservedDomain, "reserved_domains", limit, before_id, beforeId, filter
+        ReservedDomain, "reserved_domains", limit, before_id, filter
     )
 
 
 async def _locked(unit: Unit, caller: Caller, id_: str) -> ReservedDomain:
     """The caller's row `id_`, locked for this write unit and settled to now; 404 else."""
-    row = await resources.get_owned(unit, ReservedDomain, caller, id_, lock=True)
+    row = await crud.get_owned(unit, ReservedDomain, caller, id_, lock=True)
     await certstore.settle_row(unit, row, timefmt.utcnow())
     return row
 
@@ -114,7 +107,7 @@ async def _set_references(
     for field in ENDPOINT_CONFIGURATION_FIELDS:
         value = body.get(field)
         if value:
-            await resources.get_reference(unit, EndpointConfiguration, caller, value, field)
+            await crud.get_reference(unit, EndpointConfiguration, caller, value, field)
         if value is not None:
             setattr(row, field, value or None)  # "" clears
     cert_id = body.get("certificate_id")
@@ -131,7 +124,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
         row = await _locked(unit, caller, id)
-        resources.apply_patch(row, body, resources.DESCRIBED_FIELDS)
+        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
         if resolves_to is not None:  # present: replaces the list (null and [] are global)
             row.resolves_to = resolves_to
         await _set_references(unit, caller, row, body)
@@ -140,7 +133,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(ReservedDomain, id)
+    return await crud.delete_one(ReservedDomain, id)
 
 
 async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002

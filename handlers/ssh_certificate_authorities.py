@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from models import SshCertificateAuthority
 from models.ssh_user_certificate import has_unexpired
-from tunnelgw import auth, db, ids, lazy, resources, timefmt
+from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import ssh
-else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
     ssh = lazy.module("tunnelgw.crypto.ssh")
 
 
@@ -43,29 +45,28 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
             keys.current(), ssh.private_key_bytes(key), ca_id.encode("ascii")
         ),
     )
-    resources.apply_patch(ca, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
         unit.add(ca)
     return ca.to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(SshCertificateAuthority, id)
+    return await crud.read_one(SshCertificateAuthority, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        SshCertificateAuthority, "ssh_certificate_authorities", limit, before_id, beforeId, filter
+) -> crud.Listed:
+    return await crud.read_page(
+        SshCertificateAuthority, "ssh_certificate_authorities", limit, before_id, filter
     )
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(SshCertificateAuthority, id, body)
+    return await crud.update_described(SshCertificateAuthority, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
@@ -73,7 +74,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
         # no certificate is signed between the check and the delete.
-        ca = await resources.get_owned(unit, SshCertificateAuthority, caller, id, lock=True)
+        ca = await crud.get_owned(unit, SshCertificateAuthority, caller, id, lock=True)
         if await has_unexpired(unit, ca.id, timefmt.utcnow()):
             raise ApiError(
                 Code.SSH_CA_IN_USE,

@@ -10,16 +10,18 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from models import SshCertificateAuthority, SshUserCertificate
-from tunnelgw import auth, db, ids, lazy, resources, timefmt
-from tunnelgw.auth import Caller
+from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.auth import Caller
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import ssh
-else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
     ssh = lazy.module("tunnelgw.crypto.ssh")
 
 
@@ -47,13 +49,13 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKe
         valid_until=valid_until,
         certificate="",
     )
-    resources.apply_patch(cert, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(cert, body, crud.DESCRIBED_FIELDS)
     return cert, user_key
 
 
 async def _signing_ca(unit: Unit, caller: Caller, ca_id: str) -> SshCertificateAuthority:
     """The caller's CA `ca_id`, share-locked against a concurrent delete; 404 otherwise."""
-    return await resources.get_reference(
+    return await crud.get_reference(
         unit,
         SshCertificateAuthority,
         caller,
@@ -97,23 +99,22 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(SshUserCertificate, id)
+    return await crud.read_one(SshUserCertificate, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        SshUserCertificate, "ssh_user_certificates", limit, before_id, beforeId, filter
+) -> crud.Listed:
+    return await crud.read_page(
+        SshUserCertificate, "ssh_user_certificates", limit, before_id, filter
     )
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(SshUserCertificate, id, body)
+    return await crud.update_described(SshUserCertificate, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await resources.delete_one(SshUserCertificate, id)
+    return await crud.delete_one(SshUserCertificate, id)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw import auth, db, edges, resources
+from tunnelgw.services import auth, crud, edges, paging
+from tunnelgw.storage import db
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -14,9 +15,8 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await edges.read_page("tcp", limit, before_id, beforeId, filter)
+) -> crud.Listed:
+    return await edges.read_page("tcp", limit, before_id, filter)

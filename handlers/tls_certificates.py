@@ -1,6 +1,6 @@
 """TLS certificates (`/tls_certificates`): an uploaded chain (leaf first) with the leaf's
 private key, checked by tunnelgw.crypto.tls; certificate management's issued certificates are
-rows of the same table (tunnelgw.certstore). The private key is stored wrapped under the KEK
+rows of the same table (tunnelgw.services.certstore). The private key is stored wrapped under the KEK
 and never returned; a certificate a reserved domain uses cannot be deleted (409)."""
 
 from __future__ import annotations
@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 from models import TlsCertificate
 from models.reserved_domain import uses_certificate
 from models.tls_certificate import certificate_columns
-from tunnelgw import auth, db, ids, lazy, resources
+from tunnelgw.core import ids, lazy
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import tls
-else:  # cryptography loads at the first request that needs it (tunnelgw.lazy)
+else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
     tls = lazy.module("tunnelgw.crypto.tls")
 
 
@@ -42,36 +44,33 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         ),
         **certificate_columns(parsed.fields),
     )
-    resources.apply_patch(cert, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(cert, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
         unit.add(cert)
     return cert.to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await resources.read_one(TlsCertificate, id)
+    return await crud.read_one(TlsCertificate, id)
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        TlsCertificate, "tls_certificates", limit, before_id, beforeId, filter
-    )
+) -> crud.Listed:
+    return await crud.read_page(TlsCertificate, "tls_certificates", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await resources.update_described(TlsCertificate, id, body)
+    return await crud.update_described(TlsCertificate, id, body)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Locked before the check; attaching a certificate share-locks it, so no domain can
         # take it up between the check and the delete.
-        cert = await resources.get_owned(unit, TlsCertificate, auth.caller(), id, lock=True)
+        cert = await crud.get_owned(unit, TlsCertificate, auth.caller(), id, lock=True)
         if await uses_certificate(unit, cert.id):
             raise ApiError(
                 Code.CERTIFICATE_IN_USE,

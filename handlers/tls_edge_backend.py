@@ -11,9 +11,10 @@ from typing import Any
 
 from models import Edge
 from models.edge import backend_module
-from tunnelgw import auth, db, edges
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, edges
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
 
 
 def _module(edge: Edge) -> dict[str, Any]:

@@ -8,14 +8,16 @@ from typing import Any
 
 from models import Edge
 from models.edge import KIND_PREFIXES
-from tunnelgw import auth, db, edges, ids, resources
-from tunnelgw.auth import Caller
-from tunnelgw.db import Unit
-from tunnelgw.resources import Body
+from tunnelgw.core import ids
+from tunnelgw.services import auth, crud, edges, paging
+from tunnelgw.services.auth import Caller
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def _apply(unit: Unit, caller: Caller, edge: Edge, body: dict[str, Any]) -> None:
-    resources.apply_patch(edge, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(edge, body, crud.DESCRIBED_FIELDS)
     if body.get("hostports") is not None:
         edge.hostports = [*body["hostports"]]
     if body.get("backend") is not None:
@@ -37,12 +39,11 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await edges.read_page("tls", limit, before_id, beforeId, filter)
+) -> crud.Listed:
+    return await edges.read_page("tls", limit, before_id, filter)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

@@ -12,10 +12,12 @@ from typing import Any
 from models import TunnelGroupBackend
 from models.tunnel_group_backend import in_use
 from models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
-from tunnelgw import auth, db, ids, resources
-from tunnelgw.db import Unit
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.resources import Body
+from tunnelgw.core import ids
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
@@ -25,7 +27,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         account_id=auth.caller().account_id,
         labels=dict(body.get("labels") or {}),
     )
-    resources.apply_patch(backend, body, resources.DESCRIBED_FIELDS)
+    crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
         unit.add(backend)
         tunnels = await regroup_backend(unit, backend)
@@ -34,18 +36,17 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
     async with db.read() as unit:
-        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id)
+        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id)
         return backend.to_api(await tunnels_of(unit, backend.id))
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        TunnelGroupBackend, "backends", limit, before_id, beforeId, filter, renderer=_with_tunnels
+) -> crud.Listed:
+    return await crud.read_page(
+        TunnelGroupBackend, "backends", limit, before_id, filter, renderer=_with_tunnels
     )
 
 
@@ -60,8 +61,8 @@ async def _with_tunnels(
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     async with db.write() as unit:
-        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
-        resources.apply_patch(backend, body, resources.DESCRIBED_FIELDS)
+        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
         if body.get("labels"):  # {} and null change nothing
             backend.labels = dict(body["labels"])
             tunnels = await regroup_backend(unit, backend)
@@ -74,7 +75,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Locked before the check, so no module can name it between the check and the delete
         # (the modules share-lock the backend they name).
-        backend = await resources.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
         if await in_use(unit, backend.id):
             raise ApiError(
                 Code.BACKEND_IN_USE,

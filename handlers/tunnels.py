@@ -9,24 +9,24 @@ from typing import Any
 
 from models import Tunnel
 from models.tunnel_group_member import backends_of, partners_of
-from tunnelgw import auth, db, resources
-from tunnelgw.db import Unit
+from tunnelgw.services import auth, crud, paging
+from tunnelgw.storage import db
+from tunnelgw.storage.db import Unit
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
     async with db.read() as unit:
-        tunnel = await resources.get_owned(unit, Tunnel, auth.caller(), id)
+        tunnel = await crud.get_owned(unit, Tunnel, auth.caller(), id)
         return tunnel.to_api(await backends_of(unit, tunnel.id))
 
 
 async def list(
-    limit: int = resources.MAX_LIMIT,
+    limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
-    beforeId: str | None = None,  # noqa: N803
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> resources.Listed:
-    return await resources.read_page(
-        Tunnel, "tunnels", limit, before_id, beforeId, filter, renderer=_with_backends
+) -> crud.Listed:
+    return await crud.read_page(
+        Tunnel, "tunnels", limit, before_id, filter, renderer=_with_backends
     )
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import BigInteger
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
-from tunnelgw import timefmt
+from tunnelgw.core import timefmt
 
 
 class Account(Row, table=True):

@@ -12,8 +12,8 @@ from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
-from tunnelgw import timefmt, urls
-from tunnelgw.db import Query, Unit
+from tunnelgw.core import timefmt, urls
+from tunnelgw.storage.db import Query, Unit
 
 _USER_AGENT_FIELDS = (
     "raw",

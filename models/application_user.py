@@ -10,7 +10,7 @@ from sqlalchemy import Index, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped
-from tunnelgw import timefmt
+from tunnelgw.core import timefmt
 
 
 class ApplicationUser(AccountScoped, table=True):

@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Self
 from sqlalchemy import DateTime, String, Text
 from sqlmodel import Field, SQLModel
 
-from tunnelgw import records, timefmt, urls
+from tunnelgw.core import timefmt, urls
+from tunnelgw.storage import records
 
 # Ids sort byte-wise (base62 in ASCII order); PostgreSQL must not apply a locale collation.
 ID_TYPE = String(64).with_variant(String(64, collation="C"), "postgresql")
@@ -20,7 +21,7 @@ def id_field(**kwargs: Any) -> Any:
 
 
 class Row(SQLModel):
-    """Base of every table. At run time a row is a record (tunnelgw.records): a plain object
+    """Base of every table. At run time a row is a record (tunnelgw.storage.records): a plain object
     with the columns and this class's behaviour, made by `new()` or read from the database."""
 
     @classmethod
@@ -43,7 +44,7 @@ class AccountScoped(Row):
     PATH: ClassVar[str]  # collection path, e.g. "/api_keys"
     # True only when `to_api()` is a pure function of the row's columns and the base URL (no
     # clock, no other rows, no per-request state): list pages then reuse each item's validated
-    # JSON while its row is unchanged (tunnelgw.rendercache).
+    # JSON while its row is unchanged (tunnelgw.services.rendercache).
     CACHED_RENDERING: ClassVar[bool] = False
 
     id: str = id_field(primary_key=True)

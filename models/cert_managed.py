@@ -1,6 +1,6 @@
 """Automatic certificate management on a resource (reserved domains, agent ingresses): the
 policy and the simulated provisioning job's columns and their API shapes, one definition for
-both (tunnelgw.certmanagement computes the job's course, tunnelgw.certstore applies it)."""
+both (tunnelgw.rules.certmanagement computes the job's course, tunnelgw.services.certstore applies it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import String, Text
 from sqlmodel import Field, SQLModel
 
 from models.base import TIMESTAMP
-from tunnelgw import certmanagement
+from tunnelgw.rules import certmanagement
 
 
 class CertManaged(SQLModel):

@@ -11,7 +11,7 @@ from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
 from models.base import DescribedResource, id_field
-from tunnelgw import urls
+from tunnelgw.core import urls
 
 # Edge kind -> id prefix; the kind is also the path segment (`/edges/tls/...`).
 KIND_PREFIXES = {"https": "edghts", "tcp": "edgtcp", "tls": "edgtls"}

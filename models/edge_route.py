@@ -10,7 +10,7 @@ from sqlmodel import Field
 
 from models.base import DescribedResource, id_field
 from models.edge import backend_module
-from tunnelgw import urls
+from tunnelgw.core import urls
 
 # The route modules this server does not model: always null.
 UNMODELLED_MODULES = (

@@ -13,7 +13,7 @@ from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
-from tunnelgw import timefmt, urls
+from tunnelgw.core import timefmt, urls
 
 
 class Endpoint(AccountScoped, table=True):

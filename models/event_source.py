@@ -9,8 +9,8 @@ from sqlalchemy import String, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
-from tunnelgw import timefmt, urls
-from tunnelgw.db import Query, Unit
+from tunnelgw.core import timefmt, urls
+from tunnelgw.storage.db import Query, Unit
 
 
 def sources_path(subscription_id: str) -> str:

@@ -8,7 +8,7 @@ from sqlalchemy import String
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
-from tunnelgw import timefmt
+from tunnelgw.core import timefmt
 
 
 class FixtureLoad(Row, table=True):

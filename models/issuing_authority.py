@@ -9,7 +9,7 @@ from sqlalchemy import LargeBinary, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row
-from tunnelgw import timefmt
+from tunnelgw.core import timefmt
 
 
 class IssuingAuthority(Row, table=True):

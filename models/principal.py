@@ -9,7 +9,7 @@ from sqlalchemy import Index
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
-from tunnelgw import timefmt
+from tunnelgw.core import timefmt
 
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}

@@ -9,8 +9,8 @@ from sqlalchemy import Index, String, bindparam, select
 from sqlmodel import Field
 
 from models.base import DescribedResource
-from tunnelgw import ids
-from tunnelgw.db import Query, Unit
+from tunnelgw.core import ids
+from tunnelgw.storage.db import Query, Unit
 
 
 class ReservedAddr(DescribedResource, table=True):

@@ -10,8 +10,8 @@ from sqlmodel import Field
 
 from models.base import DescribedResource, id_field
 from models.cert_managed import CertManaged
-from tunnelgw import urls
-from tunnelgw.db import Query, Unit
+from tunnelgw.core import urls
+from tunnelgw.storage.db import Query, Unit
 
 
 class ReservedDomain(DescribedResource, CertManaged, table=True):

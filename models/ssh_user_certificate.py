@@ -9,7 +9,7 @@ from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw.db import Query, Unit
+from tunnelgw.storage.db import Query, Unit
 
 
 class SshUserCertificate(DescribedResource, table=True):

@@ -11,7 +11,7 @@ from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw import timefmt, urls
+from tunnelgw.core import timefmt, urls
 
 
 class Tunnel(DescribedResource, table=True):

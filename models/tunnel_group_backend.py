@@ -11,8 +11,8 @@ from sqlmodel import Field
 from models.base import DescribedResource
 from models.edge import Edge
 from models.edge_route import EdgeRoute
-from tunnelgw import urls
-from tunnelgw.db import Query, Unit
+from tunnelgw.core import urls
+from tunnelgw.storage.db import Query, Unit
 
 
 class TunnelGroupBackend(DescribedResource, table=True):

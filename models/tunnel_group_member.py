@@ -14,7 +14,7 @@ from sqlalchemy import Index, bindparam, delete, select
 from models.base import Row, id_field
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
-from tunnelgw.db import Query, Unit
+from tunnelgw.storage.db import Query, Unit
 
 
 class TunnelGroupMember(Row, table=True):
@@ -94,10 +94,8 @@ _BACKENDS_OF = Query(
 async def partners_of(unit: Unit, side: str, ids: list[str]) -> dict[str, list[str]]:
     """For a page: the ids on the other side of the membership of each id of `side`
     (`"tunnel_id"` or `"backend_id"`), sorted, in one statement."""
-    from tunnelgw import resources  # the shared CRUD layer imports the models
-
     other = "backend_id" if side == "tunnel_id" else "tunnel_id"
-    members = await resources.select_in(unit, TunnelGroupMember, side, ids)
+    members = await unit.select_in(TunnelGroupMember, side, ids)
     partners: dict[str, list[str]] = {row_id: [] for row_id in ids}
     for member in sorted(members, key=lambda m: getattr(m, other)):
         partners[getattr(member, side)].append(getattr(member, other))

@@ -27,10 +27,11 @@ from tests import pgcluster
 from tests.factories import Factory
 from tests.openapi_check import SpecValidator
 from tests.stress.server import Server
-from tunnelgw import db, migrate
-from tunnelgw.app import create_app, install_defaults, state_of
+from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.settings import Settings
+from tunnelgw.http.app import create_app, install_defaults, state_of
+from tunnelgw.schema import migrate
+from tunnelgw.storage import db
 
 MAX_BODY_BYTES = 64 * 1024
 # Accepted in place of Service-Version by the app under test (tests/api/test_version_header.py).

@@ -20,8 +20,10 @@ from starlette.testclient import TestClient
 
 from models.principal import Kind
 from tests.openapi_check import SpecValidator
-from tunnelgw import accounts, db, ids
-from tunnelgw.accounts import Credentials
+from tunnelgw.core import ids
+from tunnelgw.services import accounts
+from tunnelgw.services.accounts import Credentials
+from tunnelgw.storage import db
 
 _UNSET: Any = object()
 

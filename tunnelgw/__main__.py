@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from tunnelgw import lazy
+from tunnelgw.core import lazy
 
 # Before the command line imports Connexion (spawned workers do it in tunnelgw/worker.py).
 lazy.defer_unused()

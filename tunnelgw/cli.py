@@ -13,12 +13,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tunnelgw import __version__, accounts, db, ids, lazy, migrate, records
+from tunnelgw import __version__
+from tunnelgw.core import ids, lazy
+from tunnelgw.core.settings import Settings
+from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
-from tunnelgw.db import Database
-from tunnelgw.logconfig import log_config
-from tunnelgw.settings import Settings
-from tunnelgw.timefmt import rfc3339
+from tunnelgw.http.logconfig import log_config
+from tunnelgw.schema import migrate
+from tunnelgw.services import accounts
+from tunnelgw.storage import db, records
+from tunnelgw.storage.db import Database
 
 # The fixture loader (and with it `cryptography`) loads only for the commands that use it.
 if TYPE_CHECKING:
@@ -140,7 +144,7 @@ def _settings() -> Settings:
 
 def _with_database(work: Callable[[Database], Awaitable[Any]], *, isolated: bool = False) -> Any:
     """Run `work` on the configured database, migrated to the newest schema first (by a
-    forked child when `isolated`: see tunnelgw.migrate.upgrade)."""
+    forked child when `isolated`: see tunnelgw.schema.migrate.upgrade)."""
 
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)

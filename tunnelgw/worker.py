@@ -5,10 +5,10 @@ Connexion is imported."""
 
 from __future__ import annotations
 
-from tunnelgw import lazy
+from tunnelgw.core import lazy
 
 lazy.defer_unused()
 
-from tunnelgw.app import create_app  # noqa: E402 - after the deferral, on purpose
+from tunnelgw.http.app import create_app  # noqa: E402 - after the deferral, on purpose
 
 __all__ = ["create_app"]

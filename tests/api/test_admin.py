@@ -56,9 +56,9 @@ def test_the_admin_api_needs_credentials(admin, method, path, body):
 @pytest.fixture(scope="module")
 def disabled(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """An in-process app with the admin API off (the default)."""
-    from tunnelgw import migrate
-    from tunnelgw.app import create_app
-    from tunnelgw.settings import Settings
+    from tunnelgw.core.settings import Settings
+    from tunnelgw.http.app import create_app
+    from tunnelgw.schema import migrate
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("no-admin"))
     assert settings.admin_api is False

@@ -12,7 +12,7 @@ import yaml
 from handlers import agent_ingresses
 from models import AgentIngress
 from tests.factories import assert_error
-from tunnelgw import hostnames
+from tunnelgw.rules import hostnames
 
 PATH = "/agent_ingresses"
 REGIONS = ["au", "eu", "ap", "us", "jp", "in", "sa"]
@@ -64,7 +64,7 @@ def test_domain_is_stored_lower_case(admin):
 
 @pytest.mark.inprocess
 def test_ns_targets_come_from_the_settings(admin, monkeypatch):
-    from tunnelgw import settings
+    from tunnelgw.core import settings
 
     monkeypatch.setattr(settings.current(), "ns_targets", " a.dns.example , b.dns.example,")
     ingress = admin.post(PATH, json={"domain": _domain()}).json()
@@ -172,7 +172,7 @@ def test_the_unique_index_settles_a_race(admin, monkeypatch):
         return False
 
     # The check passed in a concurrent request; the insert then hits the unique index.
-    monkeypatch.setattr(agent_ingresses.resources, "taken", not_taken)
+    monkeypatch.setattr(agent_ingresses.crud, "taken", not_taken)
     assert_error(admin.post(PATH, json={"domain": domain}), 409, "ERR_CONFLICT")
     assert len(admin.get(PATH).json()["ingresses"]) == 1
 

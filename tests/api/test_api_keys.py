@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from models import ApiKey
 from tests.factories import assert_error
-from tunnelgw import records
+from tunnelgw.storage import records
 
 PATH = "/api_keys"
 

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
 from tests.factories import assert_error, x509_certificate
-from tunnelgw.timefmt import rfc3339
+from tunnelgw.core.timefmt import rfc3339
 
 PATH = "/certificate_authorities"
 

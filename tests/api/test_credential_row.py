@@ -1,5 +1,5 @@
 """A GET of one resource reads its row in the credential check's own statement
-(tunnelgw.auth.bearer_info with `row`, db.carry): one statement per request, and still the
+(tunnelgw.services.auth.bearer_info with `row`, db.carry): one statement per request, and still the
 same answers: a deleted key fails, another account's row is not found, a missing row is 404,
 the key reading itself works, and a write never uses a row read that way."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from models import HttpResponseBackend
 from tests.factories import assert_error
-from tunnelgw import db
+from tunnelgw.storage import db
 
 PATH = "/backends/http_response"
 

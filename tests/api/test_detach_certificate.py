@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from tests.factories import assert_error, tls_upload
-from tunnelgw import ids
-from tunnelgw.errors import Code
+from tunnelgw.core import ids
+from tunnelgw.core.errors import Code
 
 PATH = "/reserved_domains"
 JOB_MSG = "provisioning a certificate from letsencrypt"

@@ -14,9 +14,11 @@ from starlette.testclient import TestClient
 
 from tests.factories import ssh_keygen
 from tests.stress.server import Server
-from tunnelgw import accounts, ids, migrate
-from tunnelgw.app import create_app, state_of
-from tunnelgw.settings import Settings
+from tunnelgw.core import ids
+from tunnelgw.core.settings import Settings
+from tunnelgw.http.app import create_app, state_of
+from tunnelgw.schema import migrate
+from tunnelgw.services import accounts
 
 # What differs between two seeded runs: the wall clock, and what a fresh key pair or a
 # signature determines (key material stays truly random).

@@ -8,7 +8,7 @@ import uuid
 
 from models import EndpointConfiguration
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 BASE = "http://testserver"
 

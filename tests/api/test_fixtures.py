@@ -30,10 +30,11 @@ from models import (
     Tunnel,
 )
 from tests.factories import ssh_keygen, x509_certificate
-from tunnelgw import fixtures, ids
-from tunnelgw.app import load_spec
-from tunnelgw.db import Database
+from tunnelgw import fixtures
+from tunnelgw.core import ids
 from tunnelgw.fixtures import FixtureError
+from tunnelgw.core.spec import load as load_spec
+from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
 

@@ -8,7 +8,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from tests.factories import assert_error
-from tunnelgw import db, migrate
+from tunnelgw.schema import migrate
+from tunnelgw.storage import db
 
 
 def test_liveness(factory):

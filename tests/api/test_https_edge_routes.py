@@ -6,7 +6,7 @@ from __future__ import annotations
 from models import EdgeRoute
 from models.edge_route import UNMODELLED_MODULES
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 BASE = "http://testserver"
 

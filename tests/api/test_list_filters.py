@@ -13,7 +13,8 @@ import yaml
 
 from models import Endpoint, EventSubscription
 from tests.factories import assert_error
-from tunnelgw import ids, listing
+from tunnelgw.core import ids
+from tunnelgw.services import listing
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
 LISTS = sorted(

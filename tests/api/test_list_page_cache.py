@@ -1,5 +1,5 @@
 """A list page of a cached-rendering model is read again only when the database changed
-(tunnelgw.rendercache.PageCache under Database.data_marker): an unchanged database answers
+(tunnelgw.services.rendercache.PageCache under Database.data_marker): an unchanged database answers
 from the rows kept, with the credential check still run; a change by this server, or by any
 other connection to the file, is seen by the very next list."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.factories import assert_error
-from tunnelgw import db
-from tunnelgw.rendercache import PageCache
+from tunnelgw.services.rendercache import PageCache
+from tunnelgw.storage import db
 
 PATH = "/backends/http_response"
 

@@ -1,4 +1,4 @@
-"""List items rendered through the render cache (tunnelgw.rendercache): the same bytes as
+"""List items rendered through the render cache (tunnelgw.services.rendercache): the same bytes as
 rendering every item afresh, re-rendered when their row changes, never across accounts, and
 still checked by response validation."""
 
@@ -11,7 +11,8 @@ import pytest
 
 from models import HttpResponseBackend
 from tests.factories import assert_error
-from tunnelgw import records, rendercache
+from tunnelgw.services import rendercache
+from tunnelgw.storage import records
 
 PATH = "/backends/http_response"
 

@@ -11,7 +11,7 @@ import pytest
 
 from models import AgentIngress, Endpoint, TlsCertificate
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 RD = "/reserved_domains"
 AGIN = "/agent_ingresses"

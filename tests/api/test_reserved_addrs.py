@@ -11,7 +11,7 @@ import pytest
 from handlers import reserved_addrs
 from models import ReservedAddr
 from tests.factories import assert_error
-from tunnelgw import settings as tunnelgw_settings
+from tunnelgw.core import settings as tunnelgw_settings
 
 PATH = "/reserved_addrs"
 ADDR = re.compile(r"^(?P<region>[a-z]{2})\.tcp\.tunnelgw\.test:(?P<port>[0-9]+)$")

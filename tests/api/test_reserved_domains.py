@@ -18,10 +18,11 @@ from starlette.testclient import TestClient
 
 from models import EndpointConfiguration, IssuingAuthority, ReservedDomain, TlsCertificate
 from tests.factories import assert_error, tls_upload
-from tunnelgw import certstore, db
-from tunnelgw import settings as tunnelgw_settings
-from tunnelgw.app import create_app
+from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
+from tunnelgw.http.app import create_app
+from tunnelgw.services import certstore
+from tunnelgw.storage import db
 
 PATH = "/reserved_domains"
 CNAME = re.compile(r"^[0-9a-z]{20}\.cname\.tunnelgw\.test$")
@@ -575,8 +576,8 @@ def test_the_served_spec_and_validation_follow_the_authority_setting(admin, sett
 def test_the_issued_key_is_made_before_the_write_unit(admin, monkeypatch, key_type):
     """A read that settles a due job makes the certificate's key first, outside the unit
     that holds the row lock (on SQLite, every process's writes): the unit only signs."""
-    from tunnelgw import db
     from tunnelgw.crypto import issuing
+    from tunnelgw.storage import db
 
     made_in_unit: list[bool] = []
     real_new_key, real_write = issuing.new_key, db.Database.write

@@ -15,8 +15,8 @@ from tests.factories import (
     ssh_fingerprint,
     ssh_keygen,
 )
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
-from tunnelgw.errors import ApiError, Code
 
 PATH = "/ssh_user_certificates"
 CAS = "/ssh_certificate_authorities"

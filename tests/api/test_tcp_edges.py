@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from models import Edge
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 PATH = "/edges/tcp"
 BASE = "http://testserver"

@@ -7,7 +7,7 @@ import pytest
 
 from models import Edge, TunnelGroupBackend
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 UNKNOWN_BACKEND = "bkdtg_2pQcK8sTu9vWxY0zAb1Cd2Ef3Gh"
 

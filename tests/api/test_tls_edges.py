@@ -7,7 +7,7 @@ import pytest
 
 from models import Edge
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 PATH = "/edges/tls"
 BASE = "http://testserver"

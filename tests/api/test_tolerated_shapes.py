@@ -11,7 +11,7 @@ import yaml
 
 from models import Edge, EventSubscription, TunnelGroupBackend
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
 PATCH_PATHS = sorted(path for path, item in SPEC["paths"].items() if "patch" in item)

@@ -8,7 +8,7 @@ import pytest
 
 from models import Edge, EdgeRoute, Tunnel
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 PATH = "/backends/tunnel_group"
 BASE = "http://testserver"

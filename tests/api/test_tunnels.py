@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from models import Endpoint, Tunnel
 from tests.factories import assert_error
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 PATH = "/tunnels"
 BASE = "http://testserver"

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.api.test_fixtures import _reset
 from tunnelgw import fixtures
-from tunnelgw.app import load_spec
+from tunnelgw.core.spec import load as load_spec
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
 BASE = "http://testserver"

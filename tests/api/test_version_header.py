@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import VERSION_HEADER_ALIAS
 from tests.factories import assert_error
-from tunnelgw import app, pipeline
-from tunnelgw.settings import Settings
+from tunnelgw.core.settings import Settings
+from tunnelgw.http import app, pipeline
 
 
 def test_alias_is_accepted_in_place_of_service_version(admin):

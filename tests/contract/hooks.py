@@ -17,7 +17,7 @@ because OpenAPI 3.0 cannot express them.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
 
-Both run the same pure checks as the server (`tunnelgw.validation`, `tunnelgw.crypto`).
+Both run the same pure checks as the server (`tunnelgw.http.validation`, `tunnelgw.crypto`).
 Negative cases are left alone, so the server's rejection of such bodies is still tested.
 """
 
@@ -34,10 +34,12 @@ import schemathesis
 import yaml
 
 from handlers import tls_edge_backend
-from tunnelgw import certmanagement, hostnames, listing, reserved_names, settings, timefmt
+from tunnelgw.core import settings, timefmt
+from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
-from tunnelgw.errors import ApiError
-from tunnelgw.validation import check_extensions
+from tunnelgw.http.validation import check_extensions
+from tunnelgw.rules import certmanagement, hostnames, reserved_names
+from tunnelgw.services import listing
 
 
 def _tls_part(field: str, chain: str, key: str) -> None:

@@ -29,8 +29,8 @@ from models import (
     Tunnel,
     TunnelGroupBackend,
 )
-from tunnelgw import ids
-from tunnelgw.db import Unit
+from tunnelgw.core import ids
+from tunnelgw.storage.db import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
 # (`path.<name>`, `body.<field>`).

@@ -20,10 +20,11 @@ from pydantic import SecretStr
 
 from tests.contract import seed
 from tests.stress.server import Server
-from tunnelgw import accounts, fixtures
+from tunnelgw import fixtures
+from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.db import Database
-from tunnelgw.settings import Settings
+from tunnelgw.services import accounts
+from tunnelgw.storage.db import Database
 
 pytestmark = pytest.mark.contract
 

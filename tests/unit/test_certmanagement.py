@@ -1,6 +1,6 @@
 """Certificate management: the job's transitions at explicit times with non-zero delays
-(tunnelgw.certmanagement), the certificates of the issuing CA (tunnelgw.crypto.issuing, also
-read back with `openssl`), and the naming rules of reserved domains (tunnelgw.reserved_names).
+(tunnelgw.rules.certmanagement), the certificates of the issuing CA (tunnelgw.crypto.issuing, also
+read back with `openssl`), and the naming rules of reserved domains (tunnelgw.rules.reserved_names).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tunnelgw import certmanagement as cm
-from tunnelgw import reserved_names
-from tunnelgw.certmanagement import Settled, Status
+from tunnelgw.core.errors import ApiError
+from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import issuing
-from tunnelgw.errors import ApiError
-from tunnelgw.settings import Settings
+from tunnelgw.rules import certmanagement as cm
+from tunnelgw.rules import reserved_names
+from tunnelgw.rules.certmanagement import Settled, Status
 
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 S = timedelta(seconds=1)

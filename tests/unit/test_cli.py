@@ -12,8 +12,10 @@ import pytest
 from sqlmodel import select
 
 from models import Account, ApiKey, Principal
-from tunnelgw import accounts, cli, migrate
-from tunnelgw.db import Database
+from tunnelgw import cli
+from tunnelgw.schema import migrate
+from tunnelgw.services import accounts
+from tunnelgw.storage.db import Database
 
 
 @pytest.fixture
@@ -291,7 +293,7 @@ def test_serve_seed_account_and_a_bad_file(data_dir, monkeypatch, capsys, tmp_pa
 
 @pytest.fixture
 def unseeded():
-    from tunnelgw import ids
+    from tunnelgw.core import ids
 
     ids.seed(None)
     yield
@@ -301,7 +303,7 @@ def unseeded():
 def test_serve_deterministic_ids_repeat_the_bootstrap_and_the_fixture(
     tmp_path, monkeypatch, capsys, fixture_file, unseeded
 ):
-    from tunnelgw import ids
+    from tunnelgw.core import ids
 
     calls = _isolate_serve_env(monkeypatch)
     monkeypatch.delenv("TUNNELGW_DATABASE_URL", raising=False)

@@ -12,8 +12,8 @@ import pytest
 from pydantic import SecretStr
 
 from tunnelgw import cli
+from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.settings import Settings
 
 KEK = bytes(range(32))
 
@@ -104,8 +104,20 @@ def test_unwrap_refuses(kek, mangle, aad):
 
 
 def test_process_kek_is_initialised_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(keys, "_current", None)
+    monkeypatch.setattr(keys, "_default", None)
     with pytest.raises(RuntimeError, match="not initialised"):
         keys.current()
     loaded = keys.init(Settings(data_dir=tmp_path, key_encryption_key=SecretStr(keys.new_kek())))
     assert keys.current() == loaded
+
+
+def test_an_activated_kek_wins_over_the_default_and_loads_at_first_use(tmp_path, monkeypatch):
+    monkeypatch.setattr(keys, "_default", KEK)
+    other = keys.new_kek()
+    kek = keys.Kek(Settings(data_dir=tmp_path, key_encryption_key=SecretStr(other)))
+    token = keys.activate(kek)
+    try:
+        assert keys.current() == keys.decode_kek(other)
+    finally:
+        keys.deactivate(token)
+    assert keys.current() == KEK

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tunnelgw.core.errors import Code
 from tunnelgw.crypto import CryptoError, Rule, issuing, tls
-from tunnelgw.errors import Code
 
 NOT_BEFORE = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 NOT_AFTER = datetime(2027, 3, 4, 5, 6, 7, tzinfo=UTC)

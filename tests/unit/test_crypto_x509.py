@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tests.factories import x509_certificate
+from tunnelgw.core.errors import Code
 from tunnelgw.crypto import CryptoError, Rule, x509
-from tunnelgw.errors import Code
 
 UNKNOWN_EKU = cx509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.4")
 

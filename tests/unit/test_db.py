@@ -11,9 +11,9 @@ from sqlmodel import select
 
 from models import Account
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
-from tunnelgw import migrate
-from tunnelgw.db import Database
-from tunnelgw.errors import ApiError, Code
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.schema import migrate
+from tunnelgw.storage.db import Database
 
 
 def _run(url_: str, scenario) -> object:
@@ -98,7 +98,7 @@ def test_queries_compile_once_and_shape_their_rows(url):  # noqa: F811
     from sqlmodel import col
 
     from models import Principal
-    from tunnelgw.db import Query
+    from tunnelgw.storage.db import Query
 
     migrate.upgrade(url)
     joined = Query(
@@ -140,7 +140,6 @@ def test_sqlite_reads_cannot_write(tmp_path):
 
 
 def test_text_statements_return_rows_and_changes_count_rows(url):  # noqa: F811
-    from tunnelgw import resources
 
     migrate.upgrade(url)
 
@@ -151,7 +150,7 @@ def test_text_statements_return_rows_and_changes_count_rows(url):  # noqa: F811
             renamed = await unit.exec(text("UPDATE account SET name = 'x' WHERE id LIKE 'acct_t%'"))
         async with database.read() as unit:
             names = await unit.exec(text("SELECT name FROM account WHERE id LIKE 'acct_t%'"))
-            some = await resources.select_in(unit, Account, "id", ["acct_t0", "acct_t2", "no"])
+            some = await unit.select_in(Account, "id", ["acct_t0", "acct_t2", "no"])
         return renamed.rowcount, names.all(), sorted(a.id for a in some)
 
     renamed, names, some = _run(url, scenario)
@@ -189,7 +188,7 @@ def test_a_database_serves_one_event_loop_after_another_once_disposed(url):  # n
 
 
 def test_placeholders_are_numbered_for_postgresql():
-    from tunnelgw.db import numbered
+    from tunnelgw.storage.db import numbered
 
     assert (
         numbered('"a" = %s AND "b" IN (%s, %s) LIMIT %s') == '"a" = $1 AND "b" IN ($2, $3) LIMIT $4'

@@ -17,8 +17,8 @@ from connexion.exceptions import (
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from tunnelgw.errors import ApiError, Code, catalog
-from tunnelgw.rendering import ErrorRenderer, to_api_error
+from tunnelgw.core.errors import ApiError, Code, catalog
+from tunnelgw.http.rendering import ErrorRenderer, to_api_error
 
 ROOT = Path(__file__).resolve().parents[2]
 

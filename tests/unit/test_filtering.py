@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.filtering import (
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.rules.filtering import (
     MAX_FILTER_BYTES,
     compile_filter,
     parse_duration,

@@ -13,15 +13,17 @@ from sqlmodel import select
 
 from models import Edge, FixtureLoad, Tunnel
 from tests.factories import x509_certificate
-from tunnelgw import accounts, fixtures, migrate
-from tunnelgw.app import load_spec
-from tunnelgw.db import Database
-from tunnelgw.errors import ApiError, Code
+from tunnelgw import fixtures
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.settings import Settings
 from tunnelgw.fixtures import FixtureError, loader
 from tunnelgw.fixtures import plan as fixture_plan
 from tunnelgw.fixtures import rows as fixture_rows
 from tunnelgw.fixtures import schema as fixture_schema
-from tunnelgw.settings import Settings
+from tunnelgw.core.spec import load as load_spec
+from tunnelgw.schema import migrate
+from tunnelgw.services import accounts
+from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
 

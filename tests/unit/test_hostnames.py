@@ -1,4 +1,4 @@
-"""The hostname rules of tunnelgw.hostnames are the spec's ReservedHostname and
+"""The hostname rules of tunnelgw.rules.hostnames are the spec's ReservedHostname and
 IngressHostname schemas (requests are validated by the spec; fixtures by the module)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tunnelgw import hostnames
+from tunnelgw.rules import hostnames
 
 SCHEMAS = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())[
     "components"

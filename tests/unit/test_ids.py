@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tunnelgw import ids
+from tunnelgw.core import ids
 
 
 def test_shape_and_validation():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tunnelgw import lazy
+from tunnelgw.core import lazy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         f"""
         import importlib, pathlib, sys
         import {entry}
-        import tunnelgw.app, tunnelgw.cli
+        import tunnelgw.http.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
             importlib.import_module(f"handlers.{{path.stem}}")
         lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
@@ -64,7 +64,7 @@ def test_a_deferred_module_is_the_real_one_at_its_first_use():
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw import lazy
+        from tunnelgw.core import lazy
         lazy.defer("requests")
         lazy.defer("requests")  # twice is once
         lazy.defer("no_such_module_anywhere")  # not installed: nothing
@@ -94,7 +94,7 @@ def test_names_imported_from_a_deferred_module_load_it_at_first_use():
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw import lazy
+        from tunnelgw.core import lazy
         lazy.defer_names("starlette.testclient", ("TestClient",))
         from starlette.testclient import TestClient
         assert "httpx" not in sys.modules, "imported with the stand-in"

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 
-from tunnelgw.logconfig import BufferedStreamHandler, JSONFormatter, TextFormatter, log_config
+from tunnelgw.http.logconfig import BufferedStreamHandler, JSONFormatter, TextFormatter, log_config
 
 
 def test_config_adds_our_logger_at_the_level():
@@ -62,11 +62,11 @@ def test_access_lines_are_written_in_batches(monkeypatch):
     handler.flush()
     assert stream.getvalue() == "line 0\nline 1\nline 2\n"
     # A full buffer is written at once; a waiting line is written by the timer.
-    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_BUFFER_BYTES", 10)
+    monkeypatch.setattr("tunnelgw.http.logconfig.ACCESS_BUFFER_BYTES", 10)
     handler.handle(_line("x" * 20))
     assert stream.getvalue().endswith("x" * 20 + "\n")
-    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_FLUSH_SECONDS", 0.01)
-    monkeypatch.setattr("tunnelgw.logconfig.ACCESS_BUFFER_BYTES", 1000)
+    monkeypatch.setattr("tunnelgw.http.logconfig.ACCESS_FLUSH_SECONDS", 0.01)
+    monkeypatch.setattr("tunnelgw.http.logconfig.ACCESS_BUFFER_BYTES", 1000)
     handler.handle(_line("late"))
     deadline = time.monotonic() + 5
     while not stream.getvalue().endswith("late\n") and time.monotonic() < deadline:

@@ -24,7 +24,7 @@ from sqlmodel import SQLModel
 import models  # noqa: F401
 from tests import pgcluster
 from tests.factories import x509_certificate
-from tunnelgw import migrate
+from tunnelgw.schema import migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +62,7 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
 ISOLATED_UPGRADE = """
 import sys
 import textwrap
-from tunnelgw import migrate
+from tunnelgw.schema import migrate
 try:
     print(migrate.upgrade(sys.argv[1], isolated=True))
 except migrate.MigrationError as exc:
@@ -321,7 +321,7 @@ def test_client_compatibility_revision_fills_existing_rows_and_goes_back(url):
     """0005 (issue 10) gives existing rows the defaults, and downgrades cleanly."""
     from sqlalchemy import text
 
-    from tunnelgw import ids
+    from tunnelgw.core import ids
 
     down = "0005@-1"  # the revision before 0005, whatever it is chained to
     _alembic(url, "upgrade", "0005")
@@ -377,7 +377,8 @@ def test_the_server_process_keeps_the_migration_stack_out(url):
     code = textwrap.dedent(
         f"""
         import sys
-        from tunnelgw import db, migrate
+        from tunnelgw.storage import db
+        from tunnelgw.schema import migrate
 
         assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # forked child
         assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # read: at head

@@ -9,8 +9,9 @@ import pytest
 from sqlmodel import SQLModel
 
 from models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
-from tunnelgw import records, timefmt
-from tunnelgw.records import Record
+from tunnelgw.core import timefmt
+from tunnelgw.storage import records
+from tunnelgw.storage.records import Record
 
 
 def test_a_record_has_the_columns_and_the_behaviour_of_its_model():

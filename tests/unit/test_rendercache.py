@@ -11,8 +11,8 @@ import pytest
 import models
 from models import ApiKey, FaultRule, HttpResponseBackend
 from models.base import AccountScoped
-from tunnelgw import rendercache
-from tunnelgw.rendercache import RenderCache, weight
+from tunnelgw.services import rendercache
+from tunnelgw.services.rendercache import RenderCache, weight
 
 
 def _key(n: int) -> tuple[Any, tuple[Any, ...]]:

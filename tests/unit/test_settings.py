@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tunnelgw.settings import Settings, normal_url
+from tunnelgw.core.settings import Settings, normal_url
 
 
 def test_driver_mapping():
@@ -66,8 +66,8 @@ def test_invalid_tcp_address_settings(fields, message):
 
 
 def test_database_pool_size(monkeypatch):
-    from tunnelgw import db
-    from tunnelgw.app import create_app, state_of
+    from tunnelgw.http.app import create_app, state_of
+    from tunnelgw.storage import db
 
     assert Settings().database_pool_size == db.POOL_MAX_SIZE == 32
     monkeypatch.setenv("TUNNELGW_DATABASE_POOL_SIZE", "5")

@@ -75,13 +75,14 @@ def test_every_operation_documents_the_shared_error_statuses(path, method, op):
 
 
 def test_connexion_accepts_the_spec():
-    """The app skips Connexion's spec check at start-up (tunnelgw.app._shipped_spec); here
+    """The app skips Connexion's spec check at start-up (tunnelgw.http.app._shipped_spec); here
     it runs, on the spec as the app serves it."""
     from connexion.exceptions import InvalidSpecification
     from connexion.spec import OpenAPISpecification
 
-    from tunnelgw.app import apply_settings, load_spec
-    from tunnelgw.settings import Settings
+    from tunnelgw.core.settings import Settings
+    from tunnelgw.core.spec import load as load_spec
+    from tunnelgw.http.app import apply_settings
 
     OpenAPISpecification._validate_spec(apply_settings(load_spec(), Settings()))
     # The check is really on (the app's start-up put it back).
@@ -94,10 +95,10 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
     An in-process app of its own (the suite's `http` may be a live server)."""
     from starlette.testclient import TestClient
 
-    from tunnelgw import migrate
-    from tunnelgw.app import create_app
-    from tunnelgw.pipeline import Compiled, OperationMiddleware
-    from tunnelgw.settings import Settings
+    from tunnelgw.core.settings import Settings
+    from tunnelgw.http.app import create_app
+    from tunnelgw.http.pipeline import Compiled, OperationMiddleware
+    from tunnelgw.schema import migrate
 
     settings = Settings(data_dir=tmp_path, admin_api=True)  # every operation served
     migrate.upgrade(settings.resolved_database_url())
@@ -125,7 +126,7 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
 @pytest.fixture
 def spec_copy(tmp_path, monkeypatch):
     """The app's spec loading pointed at a copy of openapi.yaml in `tmp_path`."""
-    from tunnelgw import app
+    from tunnelgw.core import spec as app
 
     spec_file = tmp_path / "openapi.yaml"
     spec_file.write_bytes(app.SPEC_FILE.read_bytes())
@@ -138,42 +139,42 @@ def spec_copy(tmp_path, monkeypatch):
 
 
 def test_the_parsed_spec_is_kept_and_equals_the_yaml(spec_copy, monkeypatch):
-    from tunnelgw import app
+    from tunnelgw.core import spec as app
 
-    assert app.load_spec() == SPEC
+    assert app.load() == SPEC
     [kept] = (spec_copy.parent / "__pycache__").glob("openapi.*.json")
     app._parsed_spec.cache_clear()  # a new process: the kept parse serves it, not the YAML
     monkeypatch.setattr(app.yaml, "load", lambda *_a, **_k: pytest.fail("parsed again"))
-    assert app.load_spec() == SPEC
-    first, second = app.load_spec(), app.load_spec()
+    assert app.load() == SPEC
+    first, second = app.load(), app.load()
     first["info"]["title"] = "changed"  # each caller gets its own copy
     assert second["info"]["title"] == SPEC["info"]["title"]
     assert kept.exists()
 
 
 def test_a_changed_spec_is_parsed_again(spec_copy):
-    from tunnelgw import app
+    from tunnelgw.core import spec as app
 
-    app.load_spec()
+    app.load()
     spec_copy.write_text(spec_copy.read_text().replace(SPEC["info"]["title"], "Renamed", 1))
     app._parsed_spec.cache_clear()
-    assert app.load_spec()["info"]["title"] == "Renamed"
+    assert app.load()["info"]["title"] == "Renamed"
     assert len(list((spec_copy.parent / "__pycache__").glob("openapi.*.json"))) == 2
 
 
 def test_a_damaged_parse_is_parsed_again(spec_copy):
-    from tunnelgw import app
+    from tunnelgw.core import spec as app
 
-    app.load_spec()
+    app.load()
     [kept] = (spec_copy.parent / "__pycache__").glob("openapi.*.json")
     kept.write_bytes(b'{"openapi": ')
     app._parsed_spec.cache_clear()
-    assert app.load_spec() == SPEC
+    assert app.load() == SPEC
 
 
 def test_nothing_is_written_without_bytecode_writing(spec_copy, monkeypatch):
-    from tunnelgw import app
+    from tunnelgw.core import spec as app
 
     monkeypatch.setattr("sys.dont_write_bytecode", True)
-    assert app.load_spec() == SPEC
+    assert app.load() == SPEC
     assert not (spec_copy.parent / "__pycache__").exists()

@@ -8,8 +8,8 @@ import pytest
 from jsonschema import Draft4Validator
 from jsonschema.exceptions import best_match
 
-from tunnelgw.errors import ApiError, Code
-from tunnelgw.validation import check_extensions, loads_strict, schema_error
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.http.validation import check_extensions, loads_strict, schema_error
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_extensions_limit_bytes_and_keys():
 
 
 def test_openapi_schema_becomes_json_schema():
-    from tunnelgw.validation import to_json_schema
+    from tunnelgw.http.validation import to_json_schema
 
     schema = {
         "type": "object",
@@ -113,7 +113,7 @@ def test_openapi_schema_becomes_json_schema():
 def test_response_validator_rejects_nonconforming_bodies():
     from connexion.exceptions import NonConformingResponseBody
 
-    from tunnelgw.pipeline import _Responses
+    from tunnelgw.http.pipeline import _Responses
 
     schema = {
         "type": "object",

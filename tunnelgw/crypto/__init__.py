@@ -16,7 +16,7 @@ import enum
 class Rule(enum.Enum):
     """The input checks of this package.
 
-    Member names are error code names of `tunnelgw.errors.Code` (`ERR_<name>` on the wire);
+    Member names are error code names of `tunnelgw.core.errors.Code` (`ERR_<name>` on the wire);
     a unit test keeps the two in step, so handlers map a rule with `Code[rule.name]`.
     """
 

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tunnelgw import ids
+from tunnelgw.core import ids
 from tunnelgw.crypto.tls import CertificateFields, certificate_fields
 
 CA_VALIDITY = timedelta(days=3650)
@@ -62,7 +62,7 @@ def _der(key: PrivateKey) -> bytes:
 
 def _serial_number() -> int:
     """A random positive 159-bit serial number, as `x509.random_serial_number()` makes, but
-    repeatable in seeded mode (tunnelgw.ids)."""
+    repeatable in seeded mode (tunnelgw.core.ids)."""
     return ids.random_source("serials").getrandbits(159) or 1
 
 

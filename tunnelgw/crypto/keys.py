@@ -15,10 +15,10 @@ import contextlib
 import logging
 import os
 import tempfile
+from contextvars import ContextVar, Token
 from pathlib import Path
 
-from tunnelgw import runtime
-from tunnelgw.settings import Settings
+from tunnelgw.core.settings import Settings
 
 KEK_FILE = "key-encryption-key"
 KEK_BYTES = 32
@@ -118,32 +118,55 @@ def unwrap(kek: bytes, blob: bytes, associated_data: bytes) -> bytes:
         raise UnwrapError("the wrapped key does not decrypt with this KEK") from None
 
 
-_current: bytes | None = None
+class Kek:
+    """The KEK of one app: loaded from its settings when the app starts, or at first use."""
+
+    __slots__ = ("_key", "settings")
+
+    def __init__(self, settings: Settings, key: bytes | None = None) -> None:
+        self.settings = settings
+        self._key = key
+
+    def get(self) -> bytes:
+        if self._key is None:
+            self._key = load_or_create_kek(self.settings)
+        return self._key
+
+
+# The KEK of the app serving the current request (set by tunnelgw.http for each request), and
+# the process default for code outside requests (scripts, tests).
+_active: ContextVar[Kek | None] = ContextVar("tunnelgw_kek", default=None)
+_default: bytes | None = None
 
 
 def init(settings: Settings) -> bytes:
     """Load (or create) the KEK of `settings` and make it the process default (for code
-    outside requests: scripts, tests); apps hold their own (tunnelgw.runtime)."""
-    global _current
-    _current = load_or_create_kek(settings)
-    return _current
+    outside requests: scripts, tests); apps hold their own (tunnelgw.http.state)."""
+    return use(load_or_create_kek(settings))
 
 
 def use(kek: bytes) -> bytes:
     """Make `kek` the process default."""
-    global _current
-    _current = kek
+    global _default
+    _default = kek
     return kek
 
 
+def activate(kek: Kek) -> Token[Kek | None]:
+    """Make `kek` the current one for this task (and the tasks it starts)."""
+    return _active.set(kek)
+
+
+def deactivate(token: Token[Kek | None]) -> None:
+    _active.reset(token)
+
+
 def current() -> bytes:
-    """The KEK of the app serving the current request (loaded on its first use, if the app
-    did not start through its lifespan); outside a request the process default."""
-    state = runtime.active()
-    if state is not None:
-        if state.kek is None:
-            state.kek = load_or_create_kek(state.settings)
-        return state.kek
-    if _current is None:
+    """The KEK of the app serving the current request; outside a request the process
+    default."""
+    active = _active.get()
+    if active is not None:
+        return active.get()
+    if _default is None:
         raise RuntimeError("key-encryption key not initialised")
-    return _current
+    return _default

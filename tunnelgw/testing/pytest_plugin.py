@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=VALUE",
         action="append",
         default=[],
-        help="a server setting (tunnelgw.settings.Settings), e.g. "
+        help="a server setting (tunnelgw.core.settings.Settings), e.g. "
         "certificate_issue_delay_seconds=0; repeatable",
     )
     parser.addini("tunnelgw_database_url", "database URL for the tunnelgw test server")

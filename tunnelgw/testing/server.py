@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 HOST = "127.0.0.1"
 SERVICE_VERSION = "2"
-# Settings the server object sets itself; the rest of tunnelgw.settings.Settings may be given
+# Settings the server object sets itself; the rest of tunnelgw.core.settings.Settings may be given
 # as keyword arguments. (`admin_api` is always on: the helpers' methods need it.)
 MANAGED_SETTINGS = frozenset(
     {"host", "port", "data_dir", "database_url", "bootstrap_token", "seed", "seed_account"}
@@ -107,8 +107,8 @@ def _package_root() -> str:
 
 
 def setting_names() -> frozenset[str]:
-    """The names of the server's settings (tunnelgw.settings.Settings)."""
-    from tunnelgw.settings import Settings
+    """The names of the server's settings (tunnelgw.core.settings.Settings)."""
+    from tunnelgw.core.settings import Settings
 
     return frozenset(Settings.model_fields)
 
@@ -126,7 +126,7 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(
                 f"TunnelgwServer() got an unexpected keyword argument {name!r}: not a tunnelgw "
-                f"setting (tunnelgw.settings.Settings){hint}"
+                f"setting (tunnelgw.core.settings.Settings){hint}"
             )
 
 
@@ -143,7 +143,7 @@ def _env_value(value: Any) -> str:
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
-        from tunnelgw.timefmt import rfc3339
+        from tunnelgw.core.timefmt import rfc3339
 
         return rfc3339(value)
     if isinstance(value, date | Path):
@@ -154,7 +154,7 @@ def _json_default(value: Any) -> Any:
 def _as_rfc3339(value: datetime | str) -> str:
     if isinstance(value, str):
         return value
-    from tunnelgw.timefmt import rfc3339
+    from tunnelgw.core.timefmt import rfc3339
 
     return rfc3339(value)  # naive: UTC
 
@@ -240,7 +240,7 @@ class TunnelgwServer:
     ```
 
     Keyword arguments other than the named ones are server settings
-    (`tunnelgw.settings.Settings`, passed as `TUNNELGW_<NAME>`); an unknown name is a
+    (`tunnelgw.core.settings.Settings`, passed as `TUNNELGW_<NAME>`); an unknown name is a
     TypeError. The environment's own `TUNNELGW_*` variables are not passed on.
     """
 

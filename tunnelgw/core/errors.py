@@ -1,0 +1,137 @@
+"""One error type and one catalog: every failure the API reports is an `ApiError`.
+
+The catalog is the single list of error codes; `openapi.yaml` and the README list the same
+codes and a test keeps the three in step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+
+class Code(enum.Enum):
+    """Stable error codes with their HTTP status and a default message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+
+    # 400: the request is malformed or a value is invalid.
+    INVALID_JSON = (400, "The request body is not valid JSON.")
+    INVALID_BODY = (400, "The request body must be a JSON object.")
+    MISSING_FIELD = (400, "A required field is missing.")
+    UNKNOWN_FIELD = (400, "The request body has a field this operation does not accept.")
+    WRONG_TYPE = (400, "A field has the wrong JSON type.")
+    FIELD_TOO_LONG = (400, "A field is longer than its limit.")
+    INVALID_FIELD = (400, "A field has an invalid value.")
+    MISSING_PARAMETER = (400, "A required parameter is missing.")
+    INVALID_PARAMETER = (400, "A query, path or header parameter has an invalid value.")
+    VERSION_HEADER_MISSING = (
+        400,
+        "The Service-Version header is required; send 'Service-Version: 2'.",
+    )
+    VERSION_UNSUPPORTED = (400, "Unsupported Service-Version; this server speaks version 2.")
+    # 400: certificates and keys that cannot be used (tunnelgw.crypto.Rule names the same).
+    INVALID_PEM = (400, "The value is not PEM.")
+    NOT_A_CERTIFICATE = (400, "The PEM holds something other than a certificate.")
+    INVALID_CERTIFICATE = (400, "The PEM certificate block is not a valid X.509 certificate.")
+    MULTIPLE_CERTIFICATES = (400, "The PEM holds more than one certificate.")
+    NOT_A_CA = (400, "The certificate is not a CA certificate (basic constraints CA:TRUE).")
+    CHAIN_OUT_OF_ORDER = (
+        400,
+        "The certificate chain is not in order: the leaf first, then each certificate's issuer.",
+    )
+    INVALID_PRIVATE_KEY = (
+        400,
+        "The private key is not a PEM private key (PKCS #8, PKCS #1 RSA or SEC1 EC).",
+    )
+    ENCRYPTED_PRIVATE_KEY = (400, "The private key is encrypted; upload it unencrypted.")
+    UNSUPPORTED_KEY_TYPE = (
+        400,
+        "The key is not RSA (1024 to 8192 bits), ECDSA (P-256, P-384, P-521) or Ed25519.",
+    )
+    PRIVATE_KEY_MISMATCH = (400, "The private key does not belong to the leaf certificate.")
+    INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
+    UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
+    INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
+    INVALID_DOMAIN = (400, "The domain cannot be used here.")
+    CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
+    INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
+    # 400: list filters (tunnelgw.rules.filtering); the message gives the column.
+    FILTER_SYNTAX = (400, "The filter is not a valid expression.")
+    FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
+    FILTER_TYPE = (400, "The filter applies an operator or function to a value of the wrong type.")
+    FILTER_TOO_LONG = (400, "The filter is longer than 4096 bytes.")
+    # 401 / 403: who is calling, and may they.
+    AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
+    INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
+    PERMISSION_DENIED = (403, "The authenticated principal may not do this.")
+    # 404 / 405: what is being addressed.
+    NOT_FOUND = (404, "No such resource.")
+    REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
+    BACKEND_MODULE_NOT_SET = (404, "The TLS edge has no backend module.")
+    ROUTE_NOT_FOUND = (404, "No such route.")
+    METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
+    # 409 / 413 / 415: the request cannot be taken as it is.
+    CONFLICT = (409, "The request conflicts with the current state.")
+    SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
+    DOMAIN_IN_USE = (409, "The domain is already reserved.")
+    EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
+    CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
+    BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
+    NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
+    BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
+    UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
+    # 429: only ever injected by a fault rule of the admin API.
+    RATE_LIMITED = (429, "Too many requests; retry later.")
+    # 5xx: our fault.
+    INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
+    SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")
+
+    @property
+    def error_code(self) -> str:
+        return f"ERR_{self.name}"
+
+
+class ApiError(Exception):
+    """An error rendered as the wire-conventions error body.
+
+    `details` values are strings; `operation_id` is added when the error is rendered.
+    """
+
+    def __init__(
+        self,
+        code: Code,
+        msg: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **details: str,
+    ) -> None:
+        self.code = code
+        self.msg = msg or code.message
+        self.details = details
+        self.headers = dict(headers or {})
+        super().__init__(self.msg)
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status (also read by Connexion when it picks among security errors)."""
+        return self.code.status
+
+    def body(self, operation_id: str) -> dict[str, object]:
+        """The JSON error body."""
+        return {
+            "error_code": self.code.error_code,
+            "status_code": self.code.status,
+            "msg": self.msg,
+            "details": {**self.details, "operation_id": operation_id},
+        }
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.code.error_code}, {self.msg!r}, {self.details!r})"
+
+
+def catalog() -> list[Code]:
+    """Every code, in catalog order."""
+    return list(Code)

@@ -1,0 +1,157 @@
+"""Modules imported on first use: `ssh = lazy.module("tunnelgw.crypto.ssh")` behaves like the
+module once an attribute is read. The crypto modules load `cryptography` (~8 MiB, ~0.1 s),
+which a server that never signs, parses or wraps a key should not pay for at start-up.
+Pair it with a `TYPE_CHECKING` import so type checkers see the real module."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from types import ModuleType
+from typing import Any
+
+
+class LazyModule:
+    """A stand-in for the module `name`, which it imports at the first attribute read."""
+
+    __slots__ = ("_module", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._module
+        if module is None:
+            module = self._module = importlib.import_module(self._name)
+        return getattr(module, attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+def module(name: str) -> Any:
+    """The lazy stand-in of the module `name` (see the module docstring)."""
+    return LazyModule(name)
+
+
+class _Deferred(ModuleType):
+    """The `sys.modules` entry of a third-party module until its first attribute read (see
+    `defer`). It has the real module's `__spec__` and `__name__`, which the import system
+    reads to hand it out on `import name`; every other attribute imports the real module
+    (replacing this entry) and is read from it."""
+
+    def __getattr__(self, attr: str) -> Any:
+        spec = self.__dict__.get("__spec__")
+        if attr == "__path__" and spec is not None and spec.submodule_search_locations is None:
+            # `from module import name` asks whether it is a package first; a plain module
+            # is not, which is known without importing it.
+            raise AttributeError(attr)
+        return getattr(self._deferred_load(), attr)
+
+    def _deferred_load(self) -> ModuleType:
+        """The real module, imported now if it was not yet (replacing this entry)."""
+        real: ModuleType | None = self.__dict__.get("_deferred_real")
+        if real is None:
+            name = self.__name__
+            if sys.modules.get(name) is self:
+                del sys.modules[name]
+            real = importlib.import_module(name)
+            self.__dict__["_deferred_real"] = real
+        return real
+
+
+def defer(name: str) -> None:
+    """Let `import name` (by any module, later) bind a stand-in that imports the real module
+    at its first attribute read. For a package that a dependency imports at start-up only to
+    call it in a path the server never takes: Connexion imports `requests` (~5 MiB with
+    urllib3 and charset_normalizer, ~0.08 s) for specs with remote `$ref`s. Only the serving
+    process does this (`defer_unused`); a no-op when `name` is already imported or not
+    installed."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = _Deferred(name)
+    stand_in.__spec__ = spec
+    sys.modules[name] = stand_in
+
+
+class _LaterName:
+    """A name `from module import name` bound from a `defer_names` stand-in: the real
+    module's object, imported at the first call or attribute read."""
+
+    __slots__ = ("_module", "_name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module = module
+        self._name = name
+
+    def _real(self) -> Any:
+        module = sys.modules.get(self._module)
+        if isinstance(module, _Deferred):
+            module = module._deferred_load()
+        elif module is None:
+            module = importlib.import_module(self._module)
+        return getattr(module, self._name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real()(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._real(), attr)
+
+    def __repr__(self) -> str:
+        return f"<deferred {self._module}.{self._name}>"
+
+
+def defer_names(name: str, names: tuple[str, ...]) -> None:
+    """`defer` for a module a dependency imports *names* from at start-up (`from name import
+    X`): reading one of `names` from the stand-in gives a `_LaterName`, which imports the real
+    module when it is first called or read; any other attribute imports it at once. No-op when
+    `name` is already imported or not installed."""
+    defer(name)
+    stand_in = sys.modules.get(name)
+    if isinstance(stand_in, _Deferred) and "_deferred_real" not in stand_in.__dict__:
+        for attr in names:
+            setattr(stand_in, attr, _LaterName(name, attr))
+
+
+# Imported by a dependency at start-up, never run by the server: Connexion imports `requests`
+# to fetch remote `$ref`s (openapi.yaml has none) and httpx for OAuth token introspection
+# (the API uses bearer API keys).
+# Jinja2 too, which Connexion imports to render specs given as templates (ours is not one) and
+# for its Swagger UI page (built at the first request for the docs: tunnelgw.http.routing).
+UNUSED_BY_THE_SERVER = ("requests", "httpx", "jinja2")
+# Imported from (`from module import name`) by a dependency at start-up, never run by the
+# server until a path it rarely or never takes: Connexion's app imports Starlette's
+# `TestClient` (and with it httpx, ~1.7 MiB and ~30 modules) for its `test_client()`, its
+# Swagger UI Starlette's `Jinja2Templates` (and with it Jinja2, ~2 MiB).
+NAMES_UNUSED_BY_THE_SERVER = {
+    "starlette.testclient": ("TestClient",),
+    "starlette.templating": ("Jinja2Templates",),
+}
+
+# Optional parts a dependency imports inside `try: ... except ImportError:` and does without:
+# httpx (which Connexion's app imports through Starlette's test client) its command-line
+# client `httpx._main` (click, rich and pygments: ~3 MiB, ~70 modules; httpx then defines a
+# `main` that says the CLI is not installed), uvicorn its watchfiles reloader (StatReload
+# instead; `serve` never reloads). In a serving process they are made unimportable.
+OPTIONAL_UNUSED_BY_THE_SERVER = ("httpx._main", "uvicorn.supervisors.watchfilesreload")
+
+
+def defer_unused() -> None:
+    """`defer` each of `UNUSED_BY_THE_SERVER` and block each of
+    `OPTIONAL_UNUSED_BY_THE_SERVER`: in a serving process only (`tunnelgw/__main__.py` and
+    `tunnelgw/worker.py`), never in one that imports tunnelgw as a library (tests, the pytest
+    plugin), whose own `import requests` or httpx command line should be the plain one."""
+    for name, names in NAMES_UNUSED_BY_THE_SERVER.items():
+        defer_names(name, names)
+    for name in UNUSED_BY_THE_SERVER:
+        defer(name)
+    for name in OPTIONAL_UNUSED_BY_THE_SERVER:
+        # None in sys.modules makes `import name` raise ImportError (the import system's own
+        # convention); never when it is already imported.
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""`RequestContext`, the outermost of our layers in Connexion's stack: activates the app's
+state (settings, database, KEK: tunnelgw.http.state), gives each request an `op_` operation id
+(logged, sent as `Operation-Id`, put in error bodies), sets the public base URL, counts the
+request in the metrics and writes the access log. Everything else a request
+goes through is in tunnelgw.http.pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tunnelgw.core import ids, urls
+from tunnelgw.http import metrics
+from tunnelgw.http.state import AppState
+
+OPERATION_ID_KEY = "tunnelgw.operation_id"
+VERSION_HEADER = "service-version"
+# Polled at moments that depend on timing: their operation ids do not shift the others' in a
+# deterministic run (tunnelgw.core.ids).
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+SUPPORTED_VERSION = "2"
+
+access_log = logging.getLogger("tunnelgw.access")
+
+
+def operation_id(scope: Scope) -> str:
+    """The request's `op_` id (made on first use for requests that bypass RequestContext)."""
+    found = scope.get(OPERATION_ID_KEY)
+    if found is None:
+        probe = scope.get("path") in PROBE_PATHS
+        found = scope[OPERATION_ID_KEY] = ids.new_operation_id(probe=probe)
+    return str(found)
+
+
+def spec_operation(scope: Scope) -> str | None:
+    """The operationId Connexion routed this request to, if any."""
+    routing = scope.get("extensions", {}).get("connexion_routing", {})
+    value = routing.get("operation_id")
+    return str(value) if value else None
+
+
+class RequestContext:
+    def __init__(self, app: ASGIApp, *, public_url: str | None = None, state: AppState) -> None:
+        self.app = app
+        self.public_url = public_url
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        tokens = self.state.activate()
+        op_id = operation_id(scope)
+        # Connexion's router annotates a shallow copy of the scope; a shared `extensions` dict
+        # lets us read which operation it routed to (uvicorn's scope has none of its own).
+        scope.setdefault("extensions", {})
+        urls.set_base(self.public_url or _request_base(scope))
+        started = time.perf_counter()
+        status = 0
+        op_header = (b"operation-id", op_id.encode())
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), op_header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            AppState.deactivate(tokens)
+            elapsed = time.perf_counter() - started
+            operation = spec_operation(scope)
+            metrics.observe(operation, scope["method"], status, elapsed)
+            if access_log.isEnabledFor(logging.INFO):
+                _log_access(scope, status, elapsed, op_id, operation)
+
+
+def _log_access(
+    scope: Scope, status: int, elapsed: float, op_id: str, operation: str | None
+) -> None:
+    """One access-log line. The record is made here rather than by `Logger.info`, which
+    would walk the stack to find the caller on every request."""
+    method, path = scope["method"], scope["path"]
+    record = logging.LogRecord(
+        access_log.name,
+        logging.INFO,
+        __file__,
+        0,
+        "%s %s %d %.1fms %s %s",
+        (method, path, status, elapsed * 1000, op_id, operation or "-"),
+        None,
+    )
+    record.method = method
+    record.path = path
+    record.status = status
+    record.duration_ms = round(elapsed * 1000, 2)
+    record.operation_id = op_id
+    record.spec_operation = operation
+    access_log.handle(record)
+
+
+def _request_base(scope: Scope) -> str:
+    for key, value in scope["headers"]:
+        if key == b"host":
+            return f"{scope.get('scheme', 'http')}://{value.decode('latin-1')}"
+    server = scope.get("server") or ("127.0.0.1", 80)
+    return f"{scope.get('scheme', 'http')}://{server[0]}:{server[1]}"

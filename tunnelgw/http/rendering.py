@@ -1,0 +1,128 @@
+"""Error rendering: every exception, ours or Connexion's or Starlette's, becomes the one
+wire-conventions error body. Registered once, for every error source, in `app.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import orjson
+from connexion.exceptions import (
+    BadRequestProblem,
+    ExtraParameterProblem,
+    NonConformingResponse,
+    ProblemException,
+    UnsupportedMediaTypeProblem,
+)
+from connexion.lifecycle import ConnexionResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.http.middleware import operation_id
+
+log = logging.getLogger("tunnelgw.errors")
+
+_BY_STATUS = {
+    400: Code.INVALID_BODY,
+    401: Code.INVALID_CREDENTIALS,
+    403: Code.PERMISSION_DENIED,
+    404: Code.ROUTE_NOT_FOUND,
+    405: Code.METHOD_NOT_ALLOWED,
+    413: Code.BODY_TOO_LARGE,
+    415: Code.UNSUPPORTED_MEDIA_TYPE,
+}
+
+
+def to_api_error(exc: Exception, request_headers: Any = None) -> ApiError:
+    """The ApiError that stands for `exc`."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, ClientDisconnect):  # nobody will read the answer; not our fault
+        return ApiError(Code.INVALID_BODY, "The client disconnected before the body arrived.")
+    if isinstance(exc, NonConformingResponse):
+        return ApiError(Code.INTERNAL)
+    if isinstance(exc, UnsupportedMediaTypeProblem):
+        return ApiError(Code.UNSUPPORTED_MEDIA_TYPE)
+    if isinstance(exc, ExtraParameterProblem):
+        return ApiError(Code.INVALID_PARAMETER, str(exc.detail))
+    if isinstance(exc, BadRequestProblem):
+        return ApiError(Code.INVALID_BODY, str(exc.detail or Code.INVALID_BODY.message))
+    if isinstance(exc, ProblemException) and exc.status == 401:
+        has_header = request_headers is not None and "authorization" in request_headers
+        return ApiError(Code.INVALID_CREDENTIALS if has_header else Code.AUTHENTICATION_REQUIRED)
+    status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
+    if isinstance(exc, ProblemException | HTTPException) and status in _BY_STATUS:
+        headers = getattr(exc, "headers", None) or {}
+        return ApiError(_BY_STATUS[status], headers=headers)
+    return ApiError(Code.INTERNAL)
+
+
+class ErrorRenderer:
+    """Connexion error handler: the error body for any exception, with `Operation-Id`.
+
+    `Allow` on a 405 is computed from the spec (Starlette's lists only the first route that
+    matched the path, not every method of the path).
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self._paths = [
+            (_template_regex(path), sorted(m.upper() for m in item if m in _METHODS))
+            for path, item in spec.get("paths", {}).items()
+        ]
+
+    def allowed(self, path: str) -> list[str]:
+        for regex, methods in self._paths:
+            if regex.fullmatch(path):
+                return methods
+        return []
+
+    async def render(self, request: Any, exc: Exception) -> ConnexionResponse:
+        """Connexion's error handler (a coroutine function, so no thread hop per error)."""
+        return self(request, exc)
+
+    def __call__(self, request: Any, exc: Exception) -> ConnexionResponse:
+        error = to_api_error(exc, request.headers)
+        op_id = operation_id(request.scope)
+        if error.details.get("injected"):  # a fault rule's answer (admin API), not a failure
+            log.info("%s %s: %s (%s)", request.method, request.url.path, error.msg, op_id)
+        elif error.code.status >= 500:
+            log.error(
+                "%s %s failed (%s): %r", request.method, request.url.path, op_id, exc, exc_info=exc
+            )
+        headers = dict(error.headers)
+        if error.code is Code.METHOD_NOT_ALLOWED:
+            headers["Allow"] = ", ".join(self.allowed(request.url.path))
+        return ConnexionResponse(
+            status_code=error.code.status,
+            body=_dumps(error.body(op_id)),
+            content_type="application/json",
+            headers=headers,
+        )
+
+
+_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]+\})", template)
+    return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts))
+
+
+def _dumps(body: dict[str, object]) -> bytes:
+    """The error body as JSON; a message that quotes the request (a fixture document's keys,
+    say) may carry lone surrogates, which are escaped rather than failing the response."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return orjson.dumps(_clean(body))
+
+
+def _clean(value: object) -> object:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,188 @@
+"""Schema migrations: `upgrade()` brings a database to the newest revision, once, safely.
+
+Concurrent starts do not race: on PostgreSQL the upgrade holds an advisory lock for its
+transaction; on SQLite it holds an exclusive lock file next to the database. The server runs
+this before its workers start; workers only check (readiness) that the schema is current.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import sqlite3
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from multiprocessing.connection import Connection as PipeEnd
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, make_url
+
+from tunnelgw.storage.db import Database, Query, Unit, run_with
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+LOCK_ID = 0x7475_6E6E  # "tunn": the advisory lock key of tunnelgw migrations
+# The newest revision in migrations/versions (a unit test keeps it equal to Alembic's head):
+# start-up compares the database with it without importing Alembic.
+HEAD = "0006"
+
+
+def sync_url(url: str) -> str:
+    """The same database with a synchronous driver (Alembic runs synchronously)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        parsed = parsed.set(drivername="sqlite")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _config() -> Config:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    return config
+
+
+def head() -> str:
+    """The newest revision the code knows."""
+    return HEAD
+
+
+def alembic_head() -> str | None:
+    """The head revision as Alembic reads it from the migration scripts."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def current(connection: Connection) -> str | None:
+    """The revision a database is at (None when never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+_STORED_REVISION = Query(text("SELECT version_num FROM alembic_version"))
+
+
+async def stored_revision(unit: Unit) -> str | None:
+    """The revision a database is at, read through a unit of work (None: never migrated)."""
+    try:
+        row = (await unit.exec(_STORED_REVISION)).first()
+    except Exception as exc:  # no such table (SQLite's and PostgreSQL's own errors)
+        if "alembic_version" not in str(exc):
+            raise
+        return None
+    return None if row is None else str(row[0])
+
+
+@contextlib.contextmanager
+def _sqlite_lock(url: str) -> Iterator[None]:
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        yield
+        return
+    lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def upgrade(url: str, *, isolated: bool = False) -> str | None:
+    """Migrate the database at `url` to head; returns the revision it is at afterwards. A
+    database already at head is only read (Alembic is not even imported).
+
+    `isolated` (the server's start): a database that needs migrating is migrated by a forked
+    child process, so Alembic and what it loads (~13 MiB) never stay resident in the server.
+    Only where `fork` exists and the process has no other thread; otherwise here."""
+
+    try:
+        if _stored_revision_sync(url) == HEAD:
+            return HEAD
+    except Exception:  # noqa: S110 - Alembic, below, reports what is wrong with the database
+        pass
+    if isolated and hasattr(os, "fork") and threading.active_count() == 1:
+        return _upgrade_in_child(url)
+    return _upgrade(url)
+
+
+class MigrationError(RuntimeError):
+    """The forked migration failed: its error, as the child reported it."""
+
+
+def _upgrade_in_child(url: str) -> str | None:
+    context = multiprocessing.get_context("fork")
+    sys.stdout.flush()  # the child flushes what it inherits when it ends: nothing, then
+    sys.stderr.flush()
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_child_upgrade, args=(url, writer), name="tunnelgw-migrate")
+    child.start()
+    writer.close()
+    try:
+        failed, result = reader.recv()
+    except EOFError:
+        failed, result = True, "the migration process ended without an answer"
+    finally:
+        reader.close()
+        child.join()
+    if failed:
+        raise MigrationError(result)
+    revision: str | None = result
+    return revision
+
+
+def _child_upgrade(url: str, writer: PipeEnd) -> None:  # pragma: no cover - the forked child
+    try:
+        writer.send((False, _upgrade(url)))
+    except BaseException as exc:  # reported to the parent, which raises it
+        writer.send((True, "".join(traceback.format_exception_only(exc)).strip()))
+    finally:
+        writer.close()
+
+
+def _stored_revision_sync(url: str) -> str | None:
+    """The stored revision, read without Alembic: with `sqlite3` directly, or through a unit
+    of work on PostgreSQL (the serving driver: the migrations' own driver stays out of the
+    server process)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if not parsed.database or not Path(parsed.database).exists():
+            return None
+        with contextlib.closing(sqlite3.connect(parsed.database)) as conn:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return None if row is None else str(row[0])
+
+    async def read(database: Database) -> str | None:
+        async with database.read() as unit:
+            return await stored_revision(unit)
+
+    return run_with(url, read)
+
+
+def _upgrade(url: str) -> str | None:
+    from alembic import command
+
+    url = sync_url(url)
+    engine = create_engine(url)
+    is_sqlite = engine.dialect.name == "sqlite"
+    try:
+        lock = _sqlite_lock(url) if is_sqlite else contextlib.nullcontext()
+        with lock, engine.begin() as connection:
+            if engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": LOCK_ID})
+            config = _config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+            return current(connection)
+    finally:
+        engine.dispose()

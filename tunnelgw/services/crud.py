@@ -1,0 +1,196 @@
+"""The shared CRUD steps every resource uses: get-or-404, apply a PATCH, list a page, and
+whole get/list/update/delete operations built from them. Handlers call these instead of
+writing queries.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from sqlalchemy import bindparam, select
+
+from models.base import AccountScoped
+from tunnelgw.core import urls
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, listing, paging, rendercache
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage import db, records
+from tunnelgw.storage.db import Lock, Query, Unit
+
+R = TypeVar("R", bound=AccountScoped)
+T = TypeVar("T")
+
+# A JSON request body as Connexion passes it (None when the request had none).
+Body = dict[str, Any] | None
+
+# What a list handler returns: the envelope, or a page the pipeline renders (rendercache).
+Listed = dict[str, Any] | rendercache.Page
+
+
+async def _of_caller(unit: Unit, model: type[R], caller: Caller, id_: str, lock: Lock) -> R | None:
+    row = await unit.get(model, id_, lock=lock)
+    return row if row is not None and row.account_id == caller.account_id else None
+
+
+async def get_owned(
+    unit: Unit, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
+) -> R:
+    """The row `id_` of the caller's account; ApiError(404) if absent or another account's."""
+    row = await _of_caller(unit, model, caller, id_, lock)
+    if row is None:
+        raise ApiError(Code.NOT_FOUND, f"No {model.__name__} with id {id_!r}.", id=id_)
+    return row
+
+
+async def get_reference(
+    unit: Unit,
+    model: type[R],
+    caller: Caller,
+    id_: str,
+    field: str,
+    *,
+    lock: Lock = False,
+) -> R:
+    """The row `id_` named by the body field `field`; ApiError(404 ERR_REFERENCE_NOT_FOUND)
+    if absent or another account's."""
+    row = await _of_caller(unit, model, caller, id_, lock)
+    if row is None:
+        raise ApiError(
+            Code.REFERENCE_NOT_FOUND,
+            f"No {model.__name__} with id {id_!r} in this account.",
+            field=field,
+        )
+    return row
+
+
+async def taken(unit: Unit, column: Any, value: str) -> bool:
+    """Whether a row of any account has `value` in the unique `column` (e.g. a domain)."""
+    return (await unit.exec(_taken_query(column), {"value": value})).first() is not None
+
+
+@functools.cache
+def _taken_query(column: Any) -> Query:
+    return Query(select(column).where(column == bindparam("value")).limit(1))
+
+
+async def delete_owned(unit: Unit, model: type[R], caller: Caller, id_: str) -> None:
+    """Delete the row `id_` of the caller's account; ApiError(404) if there is none."""
+    await unit.delete(await get_owned(unit, model, caller, id_))
+
+
+def apply_patch(row: Any, body: Mapping[str, Any], fields: Mapping[str, str]) -> None:
+    """Set each API field present (and not null) in `body` on `row`.
+
+    `fields` maps API names to attribute names (`{"metadata": "meta"}`).
+    """
+    for api_name, attr in fields.items():
+        value = body.get(api_name)
+        if value is not None:
+            setattr(row, attr, value)
+
+
+DESCRIBED_FIELDS = {"description": "description", "metadata": "meta"}
+
+
+# Whole operations on the caller's rows, one unit of work each.
+
+
+async def read_one(model: type[R], id_: str) -> dict[str, Any]:
+    """GET: the caller's row `id_` in its API shape (404 if it is not the caller's)."""
+    async with db.read() as unit:
+        return (await get_owned(unit, model, auth.caller(), id_)).to_api()
+
+
+async def read_page(
+    model: type[R],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    filter_: str | None = None,
+    *,
+    renderer: paging.Renderer | None = None,
+    prefix: str | None = None,
+    schema: str | None = None,
+    path: str | None = None,
+) -> Listed:
+    """LIST: one page of the caller's rows in the list envelope named `key`, of those
+    matching `filter_` when given (tunnelgw.services.listing). `renderer` renders rows with their
+    related rows; `prefix` lists one kind of a shared table (edges), whose items follow the
+    spec schema `schema` and live under the collection `path`. An unfiltered page of a model
+    whose rendering is cached (tunnelgw.services.rendercache) is a `Page`, which the pipeline renders
+    and validates."""
+    if filter_ is not None:
+        return await listing.read_filtered(
+            model,
+            key,
+            limit,
+            before_id,
+            filter_,
+            renderer=renderer,
+            prefix=prefix,
+            schema=schema,
+            path=path,
+        )
+    async with db.read() as unit:
+        if renderer is None and unit.dialect == "sqlite" and rendercache.cacheable(model):
+            return await _cached_page(unit, model, key, limit, before_id, prefix, path)
+        rows, more = await paging.page_rows(
+            unit, model, auth.caller(), limit, before_id, prefix=prefix
+        )
+        render = await renderer(unit, rows) if renderer is not None and rows else None
+    return paging.envelope(key, path or model.PATH, rows, limit, more=more, render=render)
+
+
+async def _cached_page(
+    unit: Unit,
+    model: type[R],
+    key: str,
+    limit: int,
+    before_id: str | None,
+    prefix: str | None,
+    path: str | None,
+) -> rendercache.Page:
+    """`read_page` of a model whose items render through tunnelgw.services.rendercache: the same rows
+    (`page_rows`), unloaded, in a `Page` the pipeline renders; the rows read last time while
+    the database is unchanged since (`rendercache.PageCache`)."""
+    start = paging.cursor(prefix or model.PREFIX, before_id)
+    account_id = auth.caller().account_id
+    database = db.current()
+    # Read before the query: a change after it makes the marker differ next time.
+    marker = database.data_marker()
+    page = (model, account_id, start, limit, prefix)
+    rows = database.pages.get(page, marker)
+    if rows is None:
+        condition, args = paging.keyset(unit.mark, account_id, start, limit + 1, prefix)
+        rows = await unit.select_rows(model, condition, args)
+        database.pages.store(page, marker, rows)
+    table = records.table_sql(model, unit.dialect)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    last_id = rows[-1][table.spec.attrs.index("id")] if more else None
+    uri, next_uri = paging.links(path or model.PATH, limit, last_id)
+    return rendercache.Page(
+        model, key, rows, table.load, base=urls.base(), uri=uri, next_page_uri=next_uri
+    )
+
+
+async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:
+    """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape."""
+    async with db.write() as unit:
+        row = await get_owned(unit, model, auth.caller(), id_)
+        change(row)
+    return row.to_api()
+
+
+async def update_described(model: type[R], id_: str, body: Body) -> dict[str, Any]:
+    """PATCH for resources whose only changeable fields are description and metadata."""
+    return await update_one(model, id_, lambda row: apply_patch(row, body or {}, DESCRIBED_FIELDS))
+
+
+async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
+    """DELETE: remove the caller's row `id_`; the empty 204 response."""
+    async with db.write() as unit:
+        await delete_owned(unit, model, auth.caller(), id_)
+    return None, 204
