@@ -1,6 +1,6 @@
 """A GET of one resource reads its row in the credential check's own statement
-(tunnelgw.services.auth.bearer_info with `row`, db.carry): one statement per request, and still the
-same answers: a deleted key fails, another account's row is not found, a missing row is 404,
+(tunnelgw.services.auth.bearer_info with `row`, taken by crud.get_owned): one statement per
+request, and still the same answers: a deleted key fails, another account's row is not found, a missing row is 404,
 the key reading itself works, and a write never uses a row read that way."""
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from models import HttpResponseBackend
+from models import ApiKey, HttpResponseBackend
 from tests.factories import assert_error
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.services import auth, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
 
 PATH = "/backends/http_response"
@@ -87,23 +90,28 @@ def test_a_write_reads_its_row_afresh(admin, statements):
     assert admin.get(f"{PATH}/{created['id']}").json()["description"] == "after"
 
 
-def test_a_carried_row_is_taken_once_by_a_read_and_dropped_with_the_request(admin, factory):
-    """db.carry: a read unit takes the carried row once; a write unit reads the table; the
-    request's scope drops a row no handler took (a handler that failed before its read)."""
+def test_a_carried_row_is_taken_once_by_a_read_and_never_by_a_write(admin, factory):
+    """auth.take_carried: the read of that very row takes it once; a write unit, a locked read
+    and a read of another row or model read the table."""
     created = admin.post(PATH, json={"description": "stored"}).json()
-    key = (created["id"],)
-    stale = HttpResponseBackend.new(id=created["id"], account_id="acct_x", description="stale")
+    id_ = created["id"]
+    stale = HttpResponseBackend.new(id=id_, account_id=admin.creds.account_id, description="x")
+    caller = Caller(admin.creds.account_id, "usr_x", True, admin.creds.api_key_id)
 
     async def check() -> None:
-        async with db.request_scope():
-            db.carry((HttpResponseBackend, key, stale))
-            async with db.write() as unit:
-                assert (await unit.get(HttpResponseBackend, key)).description == "stored"
-            async with db.read() as unit:
-                assert await unit.get(HttpResponseBackend, key) is stale
-                assert (await unit.get(HttpResponseBackend, key)).description == "stored"
-            db.carry((HttpResponseBackend, key, stale))
+        auth._carried.set((HttpResponseBackend, id_, stale))
+        async with db.write() as unit:
+            row = await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+            assert row.description == "stored"
         async with db.read() as unit:
-            assert (await unit.get(HttpResponseBackend, key)).description == "stored"
+            assert await crud.get_owned(unit, ApiKey, caller, admin.creds.api_key_id)
+            assert await crud.get_owned(unit, HttpResponseBackend, caller, id_) is stale
+            again = await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+            assert again.description == "stored"
+        auth._carried.set((HttpResponseBackend, id_, None))  # the check found no such row
+        async with db.read() as unit:
+            with pytest.raises(ApiError) as missing:
+                await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+        assert missing.value.code is Code.NOT_FOUND
 
     factory._run(check)

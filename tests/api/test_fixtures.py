@@ -32,8 +32,8 @@ from models import (
 from tests.factories import ssh_keygen, x509_certificate
 from tunnelgw import fixtures
 from tunnelgw.core import ids
-from tunnelgw.fixtures import FixtureError
 from tunnelgw.core.spec import load as load_spec
+from tunnelgw.fixtures import FixtureError
 from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"

@@ -16,11 +16,11 @@ from tests.factories import x509_certificate
 from tunnelgw import fixtures
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.settings import Settings
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.fixtures import FixtureError, loader
 from tunnelgw.fixtures import plan as fixture_plan
 from tunnelgw.fixtures import rows as fixture_rows
 from tunnelgw.fixtures import schema as fixture_schema
-from tunnelgw.core.spec import load as load_spec
 from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database

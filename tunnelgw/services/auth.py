@@ -53,8 +53,8 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
 
     `row` (the pipeline passes it for a GET of one resource): its collection path and id. The
     resource's row is then read in the same statement as the key (one database round trip
-    for the request, not two) and carried to the handler's read of it (db.carry): the key is
-    still checked on every request, in the very statement that reads the data."""
+    for the request, not two) and carried to the handler's read of it (`take_carried`): the
+    key is still checked on every request, in the very statement that reads the data."""
     if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
         raise ApiError(Code.INVALID_CREDENTIALS)
     digest = hash_token(token)
@@ -70,7 +70,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         raise ApiError(Code.INVALID_CREDENTIALS)
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
         found, carried = found[:6], found[6]
-        db.carry((target[0], (target[1],), carried if carried.id is not None else None))
+        _carried.set((target[0], target[1], carried if carried.id is not None else None))
     _, key_id, principal_id, account_id, is_admin, clock_offset = found
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
@@ -118,6 +118,23 @@ def _with_row(model: type[AccountScoped]) -> Query:
     return Query(
         _CREDENTIAL.add_columns(model).outerjoin(model, col(model.id) == bindparam("row_id"))
     )
+
+
+# A row the credential check read in its own statement (`bearer_info` with `row`): (model, id,
+# the record or None when there is no such row). The request's read of that row through
+# `crud.get_owned` takes it instead of reading it again; each request's task sets it anew.
+_carried: ContextVar[tuple[Any, str, Any] | None] = ContextVar("tunnelgw_carried", default=None)
+NOT_CARRIED = object()
+
+
+def take_carried(model: type[Any], id_: str) -> Any:
+    """The row `id_` of `model` that the credential check read along (None when there is no
+    such row), once; `NOT_CARRIED` when it did not read that row."""
+    carried = _carried.get()
+    if carried is None or carried[0] is not model or carried[1] != id_:
+        return NOT_CARRIED
+    _carried.set(None)
+    return carried[2]
 
 
 # The authenticated caller of the current request (set by tunnelgw.http's security step).

@@ -15,7 +15,7 @@ from models.base import AccountScoped
 from tunnelgw.core import urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, listing, paging, rendercache
-from tunnelgw.services.auth import Caller
+from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Lock, Query, Unit
 
@@ -30,7 +30,8 @@ Listed = dict[str, Any] | rendercache.Page
 
 
 async def _of_caller(unit: Unit, model: type[R], caller: Caller, id_: str, lock: Lock) -> R | None:
-    row = await unit.get(model, id_, lock=lock)
+    carried: Any = NOT_CARRIED if unit.writes or lock else auth.take_carried(model, id_)
+    row: R | None = await unit.get(model, id_, lock=lock) if carried is NOT_CARRIED else carried
     return row if row is not None and row.account_id == caller.account_id else None
 
 
@@ -152,20 +153,11 @@ async def _cached_page(
     prefix: str | None,
     path: str | None,
 ) -> rendercache.Page:
-    """`read_page` of a model whose items render through tunnelgw.services.rendercache: the same rows
-    (`page_rows`), unloaded, in a `Page` the pipeline renders; the rows read last time while
-    the database is unchanged since (`rendercache.PageCache`)."""
+    """`read_page` of a model whose items render through tunnelgw.services.rendercache: the
+    same rows (`paging.page_rows`), unloaded, in a `Page` the pipeline renders."""
     start = paging.cursor(prefix or model.PREFIX, before_id)
-    account_id = auth.caller().account_id
-    database = db.current()
-    # Read before the query: a change after it makes the marker differ next time.
-    marker = database.data_marker()
-    page = (model, account_id, start, limit, prefix)
-    rows = database.pages.get(page, marker)
-    if rows is None:
-        condition, args = paging.keyset(unit.mark, account_id, start, limit + 1, prefix)
-        rows = await unit.select_rows(model, condition, args)
-        database.pages.store(page, marker, rows)
+    condition, args = paging.keyset(unit.mark, auth.caller().account_id, start, limit + 1, prefix)
+    rows = await unit.select_rows(model, condition, args)
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
     rows = rows[:limit]

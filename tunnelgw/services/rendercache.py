@@ -30,15 +30,6 @@ back the same:
   `MAX_ITEM_BYTES` is rendered every time and not kept.
 
 The output is byte for byte what `orjson.dumps` of the rendered envelope gives.
-
-The rows of a page are kept too (`PageCache`, one per database), while the database is
-unchanged: reading 101 rows with every column costs ~4x reading their ids from the index
-(bench/README.md). A page's rows are stored under (model, account, cursor, limit, kind) with
-the database's `data_marker` read just before the query, and served again only while the
-marker reads the same, which is only while nobody (this worker, another worker, another
-process) has changed any row since. A page is kept at its second read under one marker, so
-walking a list keeps nothing, and up to `MAX_PAGE_ROWS` rows. The credential check still runs
-first on every request.
 """
 
 from __future__ import annotations
@@ -54,10 +45,6 @@ from sqlalchemy import Float, Numeric
 
 # The documented bound of the cache of one process (each worker has its own).
 MAX_BYTES = 8 * 1024 * 1024
-# The bounds of a database's page cache: the rows kept (20 full pages), and the keys of the
-# pages remembered as read once (see PageCache).
-MAX_PAGE_ROWS = 2000
-MAX_SEEN_PAGES = 1024
 MAX_ITEM_BYTES = 64 * 1024
 # An entry's cost besides its JSON and its row's values: the key tuples, the Fragment, the
 # OrderedDict's node and hash table slot (measured ~250 bytes on CPython 3.11; rounded up).
@@ -112,60 +99,6 @@ def weight(row: tuple[Any, ...], data: bytes) -> int:
 
 
 CACHE = RenderCache()
-
-
-class PageCache:
-    """The rows of list pages as of one data marker of their database (see the module
-    docstring): a marker other than the one they were read under drops them all. A page is
-    kept the second time it is read under that marker, not the first: a walk through a list
-    reads each page once and keeps none. Once `max_rows` are kept nothing more is until the
-    next change, rather than evicting: pages read in a cycle longer than the bound (a page
-    is kept, evicted, kept again) would cost more than they save."""
-
-    __slots__ = ("marker", "max_rows", "max_seen", "pages", "rows", "seen")
-
-    def __init__(self, max_rows: int = MAX_PAGE_ROWS, max_seen: int = MAX_SEEN_PAGES) -> None:
-        self.marker: Any = None
-        self.pages: dict[Any, Sequence[tuple[Any, ...]]] = {}
-        self.seen: OrderedDict[Any, None] = OrderedDict()  # pages read once under the marker
-        self.max_rows = max_rows
-        self.max_seen = max_seen
-        self.rows = 0  # the rows of the pages kept
-
-    def get(self, key: Any, marker: Any) -> Sequence[tuple[Any, ...]] | None:
-        """The rows kept for `key` under `marker`; None (nothing is kept) for no marker."""
-        if marker != self.marker:
-            self._renew(marker)
-            return None
-        return None if marker is None else self.pages.get(key)
-
-    def store(self, key: Any, marker: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        """`rows` were just read for `key` under `marker`: kept if that page was read under
-        the same marker before and there is room, else remembered as read; never without a
-        marker (PostgreSQL, an in-memory database)."""
-        if marker is None:
-            return
-        if marker != self.marker:
-            self._renew(marker)
-        seen = self.seen
-        if key not in seen:
-            seen[key] = None
-            if len(seen) > self.max_seen:
-                seen.popitem(last=False)
-            return
-        if key not in self.pages and self.rows + len(rows) <= self.max_rows:
-            self.pages[key] = rows
-            self.rows += len(rows)
-
-    def _renew(self, marker: Any) -> None:
-        self.clear()
-        self.marker = marker
-
-    def clear(self) -> None:
-        self.marker = None
-        self.pages.clear()
-        self.seen.clear()
-        self.rows = 0
 
 
 def cacheable(model: Any) -> bool:

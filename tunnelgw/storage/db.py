@@ -40,7 +40,6 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.selectable import Select
 
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import rendercache
 from tunnelgw.storage import records
 from tunnelgw.storage.records import Record
 
@@ -265,12 +264,8 @@ class Unit:
         """The row of `model` with primary key `key` (a tuple for composite keys), or None.
         In a write unit, a row already loaded is returned as is."""
         key = key if isinstance(key, tuple) else (key,)
-        if self.writes:
-            if (model, key) in self._tracked:
-                return self._tracked[(model, key)][0]  # type: ignore[return-value]
-        elif not lock and (carried := _carried.get()) and carried[0] is model and carried[1] == key:
-            _carried.set(None)  # read with the credential check (carry): once
-            return carried[2]  # type: ignore[no-any-return]
+        if self.writes and (model, key) in self._tracked:
+            return self._tracked[(model, key)][0]  # type: ignore[return-value]
         table = records.table_sql(model, self.dialect)  # type: ignore[arg-type]
         sql = table.by_pk + _LOCKS[lock] if self.dialect == "postgresql" else table.by_pk
         rows = await self._conn.fetch(sql, key)
@@ -420,9 +415,6 @@ class Database:
         self._write_lock = asyncio.Lock()
         self._pool: Any = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
-        # List pages of this database's cached-rendering models, valid while `data_marker`
-        # reads the same (tunnelgw.services.rendercache.PageCache); emptied when connections reopen.
-        self.pages = rendercache.PageCache()
 
     def read(self) -> _ReadScope:
         """`async with database.read() as unit:` statements outside a transaction."""
@@ -434,28 +426,10 @@ class Database:
 
     def _sqlite(self, *, writer: bool) -> _SqliteConnection:
         if self._writer is None:
-            self.pages.clear()  # markers of other connections mean nothing to these
             self._writer = _SqliteConnection(self._connect(query_only=False))
             memory = self._path in ("", ":memory:")
             self._reader = self._writer if memory else _SqliteConnection(self._connect(True))
         return self._writer if writer else self._reader  # type: ignore[return-value]
-
-    def data_marker(self) -> tuple[int, int] | None:
-        """A value that reads the same only while no change to the SQLite database was made,
-        by any connection, since it was last read: the reader connection's
-        `PRAGMA data_version` (which moves when another connection, in this process or
-        another, commits: our writer, other workers, the command line) with our writer's
-        `total_changes` (which moves when it changes a row, committed or not, so a write in
-        progress can only make the marker differ). None on PostgreSQL and on an in-memory
-        database, whose one connection reads its own uncommitted writes."""
-        if not self.is_sqlite:
-            return None
-        reader = self._sqlite(writer=False)
-        writer = self._writer
-        if reader is writer or writer is None:
-            return None
-        version: int = reader.raw.execute("PRAGMA data_version").fetchone()[0]
-        return version, writer.raw.total_changes
 
     def _connect(self, query_only: bool) -> sqlite3.Connection:
         raw = sqlite3.connect(
@@ -543,21 +517,6 @@ class _ReadScope:
             await self._lease.__aexit__(*exc)
 
 
-# A row the request's credential check read in its own statement (tunnelgw.services.auth): (model,
-# primary key, the record or None when there is no such row). The request's first read unit
-# that asks for that row takes it instead of reading it again; write units never do. The
-# request's scope (`request_scope`) drops it at the end, taken or not.
-_carried: ContextVar[tuple[Any, tuple[Any, ...], Any] | None] = ContextVar(
-    "tunnelgw_carried_row", default=None
-)
-
-
-def carry(carried: tuple[Any, tuple[Any, ...], Any] | None) -> None:
-    """Hand a row read with the credential check to the request's read of it (None: drop it,
-    as the request's scope does when it ends)."""
-    _carried.set(carried)
-
-
 class _SharedReads:
     """The one PostgreSQL connection the units of a request share (taken from the pool at
     the first unit, given back when the request ends): the credential check and the
@@ -589,7 +548,6 @@ class _SharedReads:
 
     async def __aexit__(self, *exc: Any) -> None:
         _shared.reset(self._token)
-        _carried.set(None)  # a row carried to a handler that failed before reading it
         if self._lease is not None:
             lease, self._lease, self._conn = self._lease, None, None
             await lease.__aexit__(*exc)
@@ -600,7 +558,7 @@ class _NoScope:
         return None
 
     async def __aexit__(self, *exc: Any) -> None:
-        _carried.set(None)  # a row carried to a handler that failed before reading it
+        return None
 
 
 _NO_SCOPE = _NoScope()
