@@ -17,7 +17,8 @@ from typing import Any
 from models import HttpResponseBackend
 from tunnelgw.core import ids, timefmt
 from tunnelgw.services import auth, paging
-from tunnelgw.storage import db, records
+from tunnelgw.storage import records
+from tunnelgw.storage.unit import Unit
 
 PREFIX = HttpResponseBackend.PREFIX
 COUNTER_DIGITS = 7
@@ -142,7 +143,7 @@ def server_page_sql(dialect: str, account_id: str, before_id: str) -> tuple[str,
     """The statement tunnelgw runs for one list page with `before_id`: paging.page_rows
     on a unit whose connection records what it is sent."""
     capture = _Capture()
-    unit = db.Unit(capture, dialect, writes=False)
+    unit = Unit(capture, dialect, writes=False)
     caller = auth.Caller(account_id, "usr_bench", True, "ak_bench")
     asyncio.run(paging.page_rows(unit, HttpResponseBackend, caller, PAGE, before_id))
     if len(capture.statements) != 1:

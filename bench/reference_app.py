@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tunnelgw.storage.db import SQLITE_PRAGMAS
+from tunnelgw.storage.connections import SQLITE_PRAGMAS
 
 DB_ENV = "BENCH_REFERENCE_DB"
 PATH = "/backends/http_response"

@@ -14,7 +14,8 @@ from sqlmodel import col
 from models import Account, FaultRule
 from tunnelgw.core import ids, lazy, timefmt
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.http import pipeline, state
+from tunnelgw.http import state
+from tunnelgw.http.pipeline import bodies
 from tunnelgw.services import auth, faults
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
@@ -49,7 +50,7 @@ async def load_fixtures(body: Body = None) -> dict[str, Any]:
     assert app_state is not None  # requests run under their app's state
     try:
         return await fixtures.load_document(
-            app_state, pipeline.raw_body.get(), FIXTURE_NAME, caller.account_id
+            app_state, bodies.raw_body.get(), FIXTURE_NAME, caller.account_id
         )
     except fixtures.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.

@@ -10,7 +10,7 @@ from tunnelgw.services import accounts, auth, crud, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

@@ -15,7 +15,7 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, listing
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def _subscription(unit: Unit, subscription_id: str) -> EventSubscription:

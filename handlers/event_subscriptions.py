@@ -16,7 +16,7 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, paging
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 def _check_destinations(body: dict[str, Any]) -> None:

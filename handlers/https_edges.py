@@ -10,7 +10,7 @@ from typing import Any
 from models import Edge
 from tunnelgw.services import auth, crud, edges, paging
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name

@@ -17,7 +17,7 @@ from tunnelgw.services import auth, certstore, crud, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 ENDPOINT_CONFIGURATION_FIELDS = (
     "http_endpoint_configuration_id",

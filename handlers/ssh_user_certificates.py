@@ -17,7 +17,7 @@ from tunnelgw.services import auth, crud, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import ssh

@@ -13,7 +13,7 @@ from tunnelgw.services import auth, crud, edges, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def _apply(unit: Unit, caller: Caller, edge: Edge, body: dict[str, Any]) -> None:

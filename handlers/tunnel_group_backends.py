@@ -17,7 +17,7 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, paging
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

@@ -11,7 +11,7 @@ from models import Tunnel
 from models.tunnel_group_member import backends_of, partners_of
 from tunnelgw.services import auth, crud, paging
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name

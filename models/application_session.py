@@ -13,7 +13,8 @@ from sqlmodel import Field
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
 from tunnelgw.core import timefmt, urls
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 _USER_AGENT_FIELDS = (
     "raw",

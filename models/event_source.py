@@ -10,7 +10,8 @@ from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
 from tunnelgw.core import timefmt, urls
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 def sources_path(subscription_id: str) -> str:

@@ -10,7 +10,8 @@ from sqlmodel import Field
 
 from models.base import DescribedResource
 from tunnelgw.core import ids
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class ReservedAddr(DescribedResource, table=True):

@@ -11,7 +11,8 @@ from sqlmodel import Field
 from models.base import DescribedResource, id_field
 from models.cert_managed import CertManaged
 from tunnelgw.core import urls
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class ReservedDomain(DescribedResource, CertManaged, table=True):

@@ -9,7 +9,8 @@ from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class SshUserCertificate(DescribedResource, table=True):

@@ -12,7 +12,8 @@ from models.base import DescribedResource
 from models.edge import Edge
 from models.edge_route import EdgeRoute
 from tunnelgw.core import urls
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class TunnelGroupBackend(DescribedResource, table=True):

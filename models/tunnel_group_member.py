@@ -14,7 +14,8 @@ from sqlalchemy import Index, bindparam, delete, select
 from models.base import Row, id_field
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class TunnelGroupMember(Row, table=True):

@@ -14,7 +14,7 @@ from tests.factories import assert_error
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud
 from tunnelgw.services.auth import Caller
-from tunnelgw.storage import db
+from tunnelgw.storage import connections, db
 
 PATH = "/backends/http_response"
 
@@ -24,7 +24,7 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The SQL of every read the server runs from now on (SQLite and PostgreSQL), but the
     fault rules' lookup (the test app has the admin API on; a server without it has none)."""
     seen: list[str] = []
-    for cls in (db._SqliteConnection, db._PgConnection):
+    for cls in (connections.SqliteConnection, connections.PgConnection):
         original = cls.fetch
 
         async def fetch(self: Any, sql: str, args: Any, original: Any = original) -> Any:

@@ -9,7 +9,9 @@ import pytest
 from tests.conftest import VERSION_HEADER_ALIAS
 from tests.factories import assert_error
 from tunnelgw.core.settings import Settings
-from tunnelgw.http import app, pipeline
+from tunnelgw.http import app
+from tunnelgw.http.pipeline import parameters
+from tunnelgw.http.pipeline.operation import OperationMiddleware
 
 
 def test_alias_is_accepted_in_place_of_service_version(admin):
@@ -82,13 +84,13 @@ def test_default_is_service_version_only():
     assert Settings().version_header_alias_list() == []
     state = app.state_of(app.create_app(Settings(version_header_aliases="A-Version")))
     stack = app.middlewares(state)
-    operation = next(m for m in stack if getattr(m, "func", None) is pipeline.OperationMiddleware)
+    operation = next(m for m in stack if getattr(m, "func", None) is OperationMiddleware)
     assert operation.keywords["version_headers"] == ("Service-Version", "a-version")
 
 
 def test_check_version_unit():
     names = (b"service-version", b"a-version")
-    pipeline._check_version([(b"a-version", b"2")], names)
-    pipeline._check_version([(b"service-version", b" 2 ")], names)
+    parameters.check_version([(b"a-version", b"2")], names)
+    parameters.check_version([(b"service-version", b" 2 ")], names)
     with pytest.raises(Exception, match="b-version"):
-        pipeline._check_version([(b"b-version", b"2")], names)
+        parameters.check_version([(b"b-version", b"2")], names)

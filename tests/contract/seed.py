@@ -30,7 +30,7 @@ from models import (
     TunnelGroupBackend,
 )
 from tunnelgw.core import ids
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
 # (`path.<name>`, `body.<field>`).

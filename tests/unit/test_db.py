@@ -98,7 +98,7 @@ def test_queries_compile_once_and_shape_their_rows(url):  # noqa: F811
     from sqlmodel import col
 
     from models import Principal
-    from tunnelgw.storage.db import Query
+    from tunnelgw.storage.statements import Query
 
     migrate.upgrade(url)
     joined = Query(
@@ -188,7 +188,7 @@ def test_a_database_serves_one_event_loop_after_another_once_disposed(url):  # n
 
 
 def test_placeholders_are_numbered_for_postgresql():
-    from tunnelgw.storage.db import numbered
+    from tunnelgw.storage.statements import numbered
 
     assert (
         numbered('"a" = %s AND "b" IN (%s, %s) LIMIT %s') == '"a" = $1 AND "b" IN ($2, $3) LIMIT $4'

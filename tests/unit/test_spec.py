@@ -97,7 +97,8 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
 
     from tunnelgw.core.settings import Settings
     from tunnelgw.http.app import create_app
-    from tunnelgw.http.pipeline import Compiled, OperationMiddleware
+    from tunnelgw.http.pipeline.operation import OperationMiddleware
+    from tunnelgw.http.validation import Compiled
     from tunnelgw.schema import migrate
 
     settings = Settings(data_dir=tmp_path, admin_api=True)  # every operation served
@@ -113,7 +114,7 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
     assert len(operations) == len(OPERATIONS)
     compiled = 0
     for operation in operations:
-        found: list[Compiled | None] = [p.validator for p in operation.params.values()]
+        found: list[Compiled | None] = [p.validator for p in operation.parameters.params.values()]
         found += [operation.body.fast] if operation.body else []
         found += list(operation.responses.validators.values()) if operation.responses else []
         for item in found:

@@ -113,7 +113,7 @@ def test_openapi_schema_becomes_json_schema():
 def test_response_validator_rejects_nonconforming_bodies():
     from connexion.exceptions import NonConformingResponseBody
 
-    from tunnelgw.http.pipeline import _Responses
+    from tunnelgw.http.pipeline.responses import Responses as _Responses
 
     schema = {
         "type": "object",

@@ -30,7 +30,9 @@ from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.http import logconfig, middleware, pipeline, routing
+from tunnelgw.http import logconfig, middleware, routing
+from tunnelgw.http.pipeline import operation as pipeline
+from tunnelgw.http.pipeline.parameters import VERSION_HEADER
 from tunnelgw.http.rendering import ErrorRenderer
 from tunnelgw.http.state import AppState
 from tunnelgw.storage import db
@@ -191,7 +193,7 @@ def middlewares(state: AppState) -> list[Any]:
         functools.partial(
             pipeline.OperationMiddleware,
             max_body_bytes=settings.max_body_bytes,
-            version_headers=(pipeline.VERSION_HEADER, *settings.version_header_alias_list()),
+            version_headers=(VERSION_HEADER, *settings.version_header_alias_list()),
             fault_operations=fault_operations(settings),
         ),
         LifespanMiddleware,

@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any
 
+import jsonschema_rs
 from connexion.exceptions import NonConformingResponseBody
 from connexion.json_schema import Draft4RequestValidator
 from jsonschema import Draft4Validator
@@ -233,3 +234,23 @@ def request_validator(schema: dict[str, Any]) -> Any:
 def nonconforming(detail: str) -> NonConformingResponseBody:
     """The error of a handler result that does not match its response schema (a bug: 500)."""
     return NonConformingResponseBody(detail=f"Response body does not conform to the spec {detail}")
+
+
+class Compiled:
+    """The jsonschema-rs validator of an OpenAPI schema, compiled at its first use (start-up
+    stays short, and operations nobody calls cost no memory); then reused."""
+
+    __slots__ = ("_validator", "formats", "schema")
+
+    def __init__(self, schema: dict[str, Any], *, formats: bool) -> None:
+        self.schema = schema
+        self.formats = formats
+        self._validator: Any = None
+
+    def get(self) -> Any:
+        validator = self._validator
+        if validator is None:
+            validator = self._validator = jsonschema_rs.Draft4Validator(
+                to_json_schema(self.schema), validate_formats=self.formats
+            )
+        return validator

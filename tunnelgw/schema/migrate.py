@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
 
-from tunnelgw.storage.db import Database, Query, Unit, run_with
+from tunnelgw.storage.db import Database, run_with
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -13,7 +13,8 @@ from models import Account, ApiKey, Principal
 from models.principal import PREFIXES, Kind
 from tunnelgw.core import ids
 from tunnelgw.services import auth
-from tunnelgw.storage.db import Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from models.base import AccountScoped
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Query
+from tunnelgw.storage.statements import Query
 
 TOKEN_PREFIX = "tgw_"  # noqa: S105 - a public prefix, not a secret
 MAX_TOKEN_LENGTH = 512

@@ -23,7 +23,7 @@ from tunnelgw.crypto import keys
 from tunnelgw.rules import certmanagement
 from tunnelgw.services import auth, crud, listing, paging
 from tunnelgw.storage import db, records
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import issuing

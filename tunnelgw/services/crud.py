@@ -17,7 +17,8 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, listing, paging, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records
-from tunnelgw.storage.db import Lock, Query, Unit
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Lock, Unit
 
 R = TypeVar("R", bound=AccountScoped)
 T = TypeVar("T")

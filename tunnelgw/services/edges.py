@@ -12,7 +12,7 @@ from models.edge import KIND_PREFIXES
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import crud, paging
 from tunnelgw.services.auth import Caller
-from tunnelgw.storage.db import Lock, Unit
+from tunnelgw.storage.unit import Lock, Unit
 
 KIND_NAMES = {"https": "HTTPS", "tcp": "TCP", "tls": "TLS"}
 

@@ -20,7 +20,7 @@ from models import FaultRule
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.storage import db
-from tunnelgw.storage.db import Query
+from tunnelgw.storage.statements import Query
 
 MAX_RULES = 100
 STATUS_CODES = {429: Code.RATE_LIMITED, 500: Code.INTERNAL, 503: Code.SERVICE_UNAVAILABLE}

@@ -10,7 +10,7 @@ from models.base import AccountScoped
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services.auth import Caller
-from tunnelgw.storage.db import Unit
+from tunnelgw.storage.unit import Unit
 
 R = TypeVar("R", bound=AccountScoped)
 

@@ -1,0 +1,94 @@
+"""The two drivers behind one small interface (`fetch`, `run`): stdlib sqlite3, inline on the
+event loop, and asyncpg, pooled; their per-connection set-up, and how each reports a
+constraint violation (409 `ERR_CONFLICT`) or a busy SQLite database (503)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.storage import records
+from tunnelgw.storage.statements import numbered, returns_rows
+
+SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=5000", "synchronous=NORMAL", "foreign_keys=ON")
+# Prepared statements each PostgreSQL connection keeps (asyncpg's default is 100; the API's
+# statements are a few hundred).
+PG_STATEMENT_CACHE = 512
+
+
+class SqliteConnection:
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        return self.raw.execute(sql, args).fetchall()
+
+    async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
+        cursor = self.raw.execute(sql, args)
+        return cursor.fetchall(), cursor.rowcount
+
+
+class PgConnection:
+    """A pooled asyncpg connection. asyncpg prepares each statement once per connection and
+    keeps it (`statement_cache_size`), so a statement costs one round trip."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        return await self.raw.fetch(numbered(sql), *args)  # type: ignore[no-any-return]
+
+    async def run(self, sql: str, args: Sequence[Any]) -> tuple[list[Any], int]:
+        sql = numbered(sql)
+        if returns_rows(sql):
+            rows = await self.raw.fetch(sql, *args)
+            return rows, len(rows)
+        # `INSERT 0 1`, `UPDATE 2`, `DELETE 0`, `BEGIN`: the count of changed rows is last.
+        status: str = await self.raw.execute(sql, *args)
+        count = status.rpartition(" ")[2]
+        return [], int(count) if count.isdigit() else -1
+
+
+async def configure_pg(conn: Any) -> None:
+    """JSON columns in and out as Python values (orjson), like SQLite's."""
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            name, schema="pg_catalog", encoder=records.json_text, decoder=records.json_value
+        )
+
+
+async def keep_session(_conn: Any) -> None:
+    """A connection given back to the pool keeps its session (its prepared statements above
+    all): the server sets no session state, and an open transaction was already rolled back
+    by asyncpg. asyncpg's own reset (`RESET ALL`, `UNLISTEN *`, ...) would cost a round trip
+    per request."""
+
+
+def begin_immediate(raw: sqlite3.Connection) -> None:
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise ApiError(
+            Code.SERVICE_UNAVAILABLE, f"The database is busy ({exc}); retry the request."
+        ) from exc
+
+
+def conflict_or(exc: BaseException) -> BaseException:
+    """ApiError(409 ERR_CONFLICT) for a constraint violation, else `exc` itself."""
+    if _is_integrity_error(exc):
+        return ApiError(Code.CONFLICT, "The request conflicts with a concurrent change; retry it.")
+    return exc
+
+
+def _is_integrity_error(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.IntegrityError):
+        return True
+    import asyncpg
+
+    return isinstance(exc, asyncpg.IntegrityConstraintViolationError)

@@ -1,0 +1,154 @@
+"""Statements for the driver: SQLAlchemy statements compiled once per dialect (`Query`), result
+rows shaped into records and values, and the one placeholder convention (`%s`, numbered for
+PostgreSQL by `numbered`)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.selectable import Select
+
+from tunnelgw.storage import records
+
+
+class Result:
+    """The rows of one statement (already fetched), and the number of rows it changed."""
+
+    __slots__ = ("rowcount", "rows")
+
+    def __init__(self, rows: list[Any], rowcount: int = -1) -> None:
+        self.rows = rows
+        self.rowcount = rowcount
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+    def all(self) -> list[Any]:
+        return self.rows
+
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def one_or_none(self) -> Any:
+        if len(self.rows) > 1:
+            raise LookupError(f"expected at most one row, got {len(self.rows)}")
+        return self.first()
+
+    def one(self) -> Any:
+        if len(self.rows) != 1:
+            raise LookupError(f"expected one row, got {len(self.rows)}")
+        return self.rows[0]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A statement compiled for one dialect."""
+
+    sql: str
+    names: tuple[str, ...] | None  # positional parameter order; None: named (`%(name)s`)
+    defaults: dict[str, Any]  # the values the statement carries itself
+    shape: Callable[[Sequence[Any]], Any] | None  # result row -> item; None for DML
+
+
+@functools.cache
+def _sa_dialect(name: str) -> Any:
+    """SQLAlchemy's dialect that compiles statements for `name` (imported on first use: a
+    SQLite server never loads the PostgreSQL dialect)."""
+    if name == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.dialect()
+    from sqlalchemy.dialects.postgresql import asyncpg
+
+    # `%s` placeholders and `%%` for a literal `%`, like the statements written by hand: one
+    # convention for `_PgConnection` to number.
+    return asyncpg.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
+
+
+def compile_statement(statement: ClauseElement, dialect: str) -> _Plan:
+    compiled: Any = statement.compile(
+        dialect=_sa_dialect(dialect), compile_kwargs={"render_postcompile": True}
+    )
+    names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
+    shape = _shape(statement, dialect) if isinstance(statement, Select) else None
+    return _Plan(compiled.string, names, dict(compiled.params), shape)
+
+
+def _shape(statement: Select[Any], dialect: str) -> Callable[[Sequence[Any]], Any]:
+    """Turns a result row into what the select names: a record per entity, a decoded value
+    per column; one thing alone is returned as is (like SQLModel's `exec`), several as a
+    tuple."""
+    decoders = records.SQLITE_DECODERS if dialect == "sqlite" else records.PG_DECODERS
+    columns = list(statement.selected_columns)
+    parts: list[tuple[int, int, Callable[[Sequence[Any]], Any]]] = []
+    position = 0
+    for description in statement.column_descriptions:
+        entity, expr = description.get("entity"), description.get("expr")
+        if entity is not None and expr is entity:
+            mapper = sa_inspect(entity)
+            count = len(mapper.column_attrs)
+            taken = columns[position : position + count]
+            attrs = [mapper.get_property_by_column(column).key for column in taken]
+            kinds = [records.kind_of(column.type) for column in taken]
+            load = records.loader(records.record_class(entity), attrs, kinds, decoders)
+        else:
+            count = 1
+            decode = decoders.get(records.kind_of(description["type"]))
+            load = _value_loader(decode)
+        parts.append((position, position + count, load))
+        position += count
+    if len(parts) == 1:
+        start, end, load = parts[0]
+        return lambda row: load(row[start:end])
+    return lambda row: tuple(load(row[start:end]) for start, end, load in parts)
+
+
+def _value_loader(decode: Callable[[Any], Any] | None) -> Callable[[Sequence[Any]], Any]:
+    if decode is None:
+        return lambda row: row[0]
+    return lambda row: None if row[0] is None else decode(row[0])
+
+
+class Query:
+    """A SQLAlchemy statement compiled once per dialect, on first use. Make queries at module
+    level, with `bindparam("name")` for the values that vary, and run them with
+    `await unit.exec(QUERY, {"name": value})` (building and compiling a statement per request
+    costs milliseconds)."""
+
+    __slots__ = ("_plans", "statement")
+
+    def __init__(self, statement: ClauseElement) -> None:
+        self.statement = statement
+        self._plans: dict[str, _Plan] = {}
+
+    def plan(self, dialect: str) -> _Plan:
+        plan = self._plans.get(dialect)
+        if plan is None:
+            plan = self._plans[dialect] = compile_statement(self.statement, dialect)
+        return plan
+
+
+_MARKS = re.compile(r"%[%s]")
+
+
+@functools.lru_cache(maxsize=2048)
+def numbered(sql: str) -> str:
+    """`sql` with its `%s` placeholders numbered for PostgreSQL (`$1`, `$2`, ...) and each
+    `%%` as a literal `%`: the convention of the statements written with `unit.mark` and of
+    those SQLAlchemy compiles (`_sa_dialect`)."""
+    numbers = itertools.count(1)
+    return _MARKS.sub(lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
+
+
+@functools.lru_cache(maxsize=2048)
+def returns_rows(sql: str) -> bool:
+    words = sql.lstrip().split(None, 1)
+    first = words[0].upper() if words else ""
+    return first in ("SELECT", "WITH", "VALUES", "SHOW", "TABLE") or " RETURNING " in sql.upper()
