@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlmodel import col
 
 from models import Account, FaultRule
-from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
@@ -21,11 +21,10 @@ from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
+# The fixture loader (and with it cryptography) is imported by the operations that use it.
+
+
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
-if TYPE_CHECKING:
-    from tunnelgw import fixtures
-else:
-    fixtures = lazy.module("tunnelgw.fixtures")
 
 FIXTURE_NAME = "request body"  # how problem positions name the document
 MAX_YEAR = 9000  # the clock stays where every timestamp can still be written
@@ -39,12 +38,16 @@ def _admin() -> Caller:
 
 
 async def reset() -> dict[str, Any]:
+    from tunnelgw import fixtures
+
     caller = _admin()
     deleted = await fixtures.reset(db.current(), caller.account_id)
     return {"account_id": caller.account_id, "deleted": deleted}
 
 
 async def load_fixtures(body: Body = None) -> dict[str, Any]:
+    from tunnelgw import fixtures
+
     caller = _admin()
     app_state = state.active()
     assert app_state is not None  # requests run under their app's state

@@ -92,5 +92,6 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return row.to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(AgentIngress, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(AgentIngress, "ingresses")
+delete = resource.delete

@@ -6,7 +6,7 @@ from typing import Any
 
 from models import ApiKey, Principal
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import accounts, auth, crud, paging
+from tunnelgw.services import accounts, auth, crud
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -46,21 +46,6 @@ async def _owner(unit: Unit, caller: Caller, owner_id: str | None) -> Principal:
     return owner
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(ApiKey, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(ApiKey, "keys", limit, before_id, filter)
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(ApiKey, id, body)
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(ApiKey, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(ApiKey, "keys")
+get, list, update, delete = resource.get, resource.list, resource.update, resource.delete

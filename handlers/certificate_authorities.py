@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from models import CertificateAuthority
-from tunnelgw.core import ids, lazy
+from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
-if TYPE_CHECKING:
-    from tunnelgw.crypto import x509
-else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
-    x509 = lazy.module("tunnelgw.crypto.x509")
+# tunnelgw.crypto.x509 (and cryptography, ~8 MiB) is imported by the operation that parses:
+# a server that never gets a CA certificate does not load it.
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    from tunnelgw.crypto import x509
+
     body = body or {}
     try:
         cert = x509.parse_ca(body["ca_pem"])
@@ -41,23 +41,11 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return ca.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(CertificateAuthority, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(
-        CertificateAuthority, "certificate_authorities", limit, before_id, filter
-    )
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(CertificateAuthority, id, body)
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(CertificateAuthority, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(CertificateAuthority, "certificate_authorities")
+get, list, update, delete = (
+    resource.get,
+    resource.list,
+    resource.update,
+    resource.delete,
+)

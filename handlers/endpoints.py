@@ -4,14 +4,9 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
 from models import Endpoint
 from tunnelgw.services import crud, listing, paging
-
-
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(Endpoint, id)
 
 
 async def list(
@@ -39,3 +34,8 @@ async def list(
     return await listing.read_filtered(
         Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
     )
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(Endpoint, "endpoints")
+get = resource.get

@@ -7,7 +7,7 @@ from typing import Any
 from models import HttpResponseBackend
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -51,23 +51,16 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return backend.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(HttpResponseBackend, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(HttpResponseBackend, "backends", limit, before_id, filter)
-
-
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return await crud.update_one(
         HttpResponseBackend, id, lambda backend: _apply(backend, body or {})
     )
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(HttpResponseBackend, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(HttpResponseBackend, "backends")
+get, list, delete = (
+    resource.get,
+    resource.list,
+    resource.delete,
+)

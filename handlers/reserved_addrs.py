@@ -9,7 +9,7 @@ from models import ReservedAddr
 from models.reserved_addr import free_port
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -43,21 +43,11 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return addr.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(ReservedAddr, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(ReservedAddr, "reserved_addrs", limit, before_id, filter)
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(ReservedAddr, id, body)
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(ReservedAddr, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(ReservedAddr, "reserved_addrs")
+get, list, update, delete = (
+    resource.get,
+    resource.list,
+    resource.update,
+    resource.delete,
+)

@@ -1,7 +1,8 @@
 """Reserved domains (`/reserved_domains`): spec section 4.3.
 
 Naming rules are in tunnelgw.rules.reserved_names, the certificate management lifecycle in
-tunnelgw.rules.certmanagement (pure) and tunnelgw.services.certstore (settling stored rows on each access).
+tunnelgw.rules.certmanagement (pure) and tunnelgw.services.certstore (settling stored rows on
+each access).
 """
 
 from __future__ import annotations
@@ -132,10 +133,6 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return row.to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(ReservedDomain, id)
-
-
 async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         certstore.detach_policy(await _locked(unit, auth.caller(), id))
@@ -150,3 +147,8 @@ async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
         if row.certificate_id is not None:
             certstore.detach_certificate(row, timefmt.utcnow())
     return None, 204
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(ReservedDomain, "reserved_domains")
+delete = resource.delete

@@ -7,24 +7,24 @@ returned. A CA whose user certificates have not all expired cannot be deleted (4
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from models import SshCertificateAuthority
 from models.ssh_user_certificate import has_unexpired
-from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
-if TYPE_CHECKING:
-    from tunnelgw.crypto import ssh
-else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
-    ssh = lazy.module("tunnelgw.crypto.ssh")
+# tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that make keys:
+# a server that never makes an SSH CA does not load it.
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    from tunnelgw.crypto import ssh
+
     body = body or {}
     try:
         spec = ssh.ca_key_spec(
@@ -51,24 +51,6 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return ca.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(SshCertificateAuthority, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(
-        SshCertificateAuthority, "ssh_certificate_authorities", limit, before_id, filter
-    )
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(SshCertificateAuthority, id, body)
-
-
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
@@ -84,3 +66,12 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
             )
         await unit.delete(ca)
     return None, 204
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(SshCertificateAuthority, "ssh_certificate_authorities")
+get, list, update = (
+    resource.get,
+    resource.list,
+    resource.update,
+)

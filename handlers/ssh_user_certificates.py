@@ -10,10 +10,10 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from models import SshCertificateAuthority, SshUserCertificate
-from tunnelgw.core import ids, lazy, timefmt
+from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -21,12 +21,15 @@ from tunnelgw.storage.unit import Unit
 
 if TYPE_CHECKING:
     from tunnelgw.crypto import ssh
-else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
-    ssh = lazy.module("tunnelgw.crypto.ssh")
+
+# tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that sign:
+# a server that never signs does not load it.
 
 
 def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh.UserPublicKey]:
     """The new (unsigned) row and the key to certify; ApiError(400) for invalid input."""
+    from tunnelgw.crypto import ssh
+
     try:
         user_key = ssh.parse_user_public_key(body["public_key"])
         options = ssh.critical_options(body.get("critical_options") or {})
@@ -66,6 +69,8 @@ async def _signing_ca(unit: Unit, caller: Caller, ca_id: str) -> SshCertificateA
 
 
 def _private_key(ca: SshCertificateAuthority) -> ssh.CaPrivateKey:
+    from tunnelgw.crypto import ssh
+
     try:
         der = keys.unwrap(keys.current(), ca.wrapped_private_key, ca.id.encode("ascii"))
     except keys.UnwrapError:
@@ -79,6 +84,8 @@ def _private_key(ca: SshCertificateAuthority) -> ssh.CaPrivateKey:
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    from tunnelgw.crypto import ssh
+
     cert, user_key = _checked(body or {})
     request = ssh.CertificateRequest(
         key_id=cert.id,
@@ -98,23 +105,11 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return cert.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(SshUserCertificate, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(
-        SshUserCertificate, "ssh_user_certificates", limit, before_id, filter
-    )
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(SshUserCertificate, id, body)
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    return await crud.delete_one(SshUserCertificate, id)
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(SshUserCertificate, "ssh_user_certificates")
+get, list, update, delete = (
+    resource.get,
+    resource.list,
+    resource.update,
+    resource.delete,
+)

@@ -1,30 +1,30 @@
 """TLS certificates (`/tls_certificates`): an uploaded chain (leaf first) with the leaf's
 private key, checked by tunnelgw.crypto.tls; certificate management's issued certificates are
-rows of the same table (tunnelgw.services.certstore). The private key is stored wrapped under the KEK
-and never returned; a certificate a reserved domain uses cannot be deleted (409)."""
+rows of the same table (tunnelgw.services.certstore). The private key is stored wrapped under
+the KEK and never returned; a certificate a reserved domain uses cannot be deleted (409)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from models import TlsCertificate
 from models.reserved_domain import uses_certificate
 from models.tls_certificate import certificate_columns
-from tunnelgw.core import ids, lazy
+from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
-if TYPE_CHECKING:
-    from tunnelgw.crypto import tls
-else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
-    tls = lazy.module("tunnelgw.crypto.tls")
+# tunnelgw.crypto.tls (and cryptography, ~8 MiB) is imported by the operation that parses:
+# a server that never gets a certificate does not load it.
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    from tunnelgw.crypto import tls
+
     body = body or {}
     try:
         # Checking a large RSA key takes a while: keep the event loop free meanwhile.
@@ -50,22 +50,6 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return cert.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(TlsCertificate, id)
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(TlsCertificate, "tls_certificates", limit, before_id, filter)
-
-
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return await crud.update_described(TlsCertificate, id, body)
-
-
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Locked before the check; attaching a certificate share-locks it, so no domain can
@@ -81,3 +65,8 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
             )
         await unit.delete(cert)
     return None, 204
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(TlsCertificate, "tls_certificates")
+get, list, update = resource.get, resource.list, resource.update

@@ -14,7 +14,7 @@ from models.tunnel_group_backend import in_use
 from models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
@@ -38,16 +38,6 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
     async with db.read() as unit:
         backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id)
         return backend.to_api(await tunnels_of(unit, backend.id))
-
-
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(
-        TunnelGroupBackend, "backends", limit, before_id, filter, renderer=_with_tunnels
-    )
 
 
 async def _with_tunnels(
@@ -85,3 +75,8 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
             )
         await unit.delete(backend)
     return None, 204
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(TunnelGroupBackend, "backends", renderer=_with_tunnels)
+list = resource.list

@@ -9,7 +9,7 @@ from typing import Any
 
 from models import Tunnel
 from models.tunnel_group_member import backends_of, partners_of
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
 
@@ -20,19 +20,14 @@ async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter n
         return tunnel.to_api(await backends_of(unit, tunnel.id))
 
 
-async def list(
-    limit: int = paging.MAX_LIMIT,
-    before_id: str | None = None,
-    filter: str | None = None,  # noqa: A002 - the spec's parameter name
-) -> crud.Listed:
-    return await crud.read_page(
-        Tunnel, "tunnels", limit, before_id, filter, renderer=_with_backends
-    )
-
-
 async def _with_backends(
     unit: Unit, rows: builtins.list[Tunnel]
 ) -> Callable[[Tunnel], dict[str, Any]]:
     """Renders the page's tunnels with the backends grouping them (read for the page at once)."""
     partners = await partners_of(unit, "tunnel_id", [row.id for row in rows])
     return lambda tunnel: tunnel.to_api(partners[tunnel.id])
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
+resource = crud.Resource(Tunnel, "tunnels", renderer=_with_backends)
+list = resource.list

@@ -1,6 +1,7 @@
 """Automatic certificate management on a resource (reserved domains, agent ingresses): the
 policy and the simulated provisioning job's columns and their API shapes, one definition for
-both (tunnelgw.rules.certmanagement computes the job's course, tunnelgw.services.certstore applies it)."""
+both (tunnelgw.rules.certmanagement computes the job's course, tunnelgw.services.certstore
+applies it)."""
 
 from __future__ import annotations
 

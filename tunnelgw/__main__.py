@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gc
 
-from tunnelgw.core import lazy
+from tunnelgw import standins
 
 # Before the command line imports Connexion (spawned workers do it in tunnelgw/worker.py).
-lazy.defer_unused()
+standins.defer_unused()
 
 
 def run() -> int:

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tunnelgw import __version__
-from tunnelgw.core import ids, lazy
+from tunnelgw.core import ids
 from tunnelgw.core.settings import Settings
 from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
@@ -24,11 +24,10 @@ from tunnelgw.services import accounts
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Database
 
+# The fixture loader (and with it cryptography) is imported by the commands that load fixtures.
+
+
 # The fixture loader (and with it `cryptography`) loads only for the commands that use it.
-if TYPE_CHECKING:
-    from tunnelgw import fixtures
-else:
-    fixtures = lazy.module("tunnelgw.fixtures")
 
 # `serve` flags and the TUNNELGW_* variable each one sets for the worker processes.
 SERVE_FLAGS = {
@@ -252,6 +251,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _load_fixture(settings: Settings, path: Path, account: str | None, *, once: bool) -> int:
     """Load a fixture file and print its summary (JSON); 2 and the problems on stderr if the
     file is refused."""
+    from tunnelgw import fixtures
+
     try:
         summary = fixtures.load(path, settings, account, once=once)
     except fixtures.FixtureError as exc:
@@ -283,6 +284,8 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
+    from tunnelgw import fixtures
+
     if not args.yes:
         raise SystemExit(
             f"tunnelgw: reset deletes every resource of account {args.account} (it keeps the "

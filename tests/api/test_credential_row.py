@@ -1,7 +1,8 @@
 """A GET of one resource reads its row in the credential check's own statement
 (tunnelgw.services.auth.bearer_info with `row`, taken by crud.get_owned): one statement per
-request, and still the same answers: a deleted key fails, another account's row is not found, a missing row is 404,
-the key reading itself works, and a write never uses a row read that way."""
+request, and still the same answers: a deleted key fails, another account's row is not
+found, a missing row is 404, the key reading itself works, and a write never uses a row read
+that way."""
 
 from __future__ import annotations
 

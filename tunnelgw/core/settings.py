@@ -137,8 +137,8 @@ _HOST_LABELS = re.compile(
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 # The SQLAlchemy URL of each database (older URLs naming other drivers still work): the
-# server runs SQLite on stdlib sqlite3 and PostgreSQL on asyncpg (tunnelgw.storage.db, which takes the
-# host, port, user and database from it); Alembic's migrations run on psycopg 3.
+# server runs SQLite on stdlib sqlite3 and PostgreSQL on asyncpg (tunnelgw.storage.db, which
+# takes the host, port, user and database from it); Alembic's migrations run on psycopg 3.
 _DRIVERS = {
     "sqlite+aiosqlite": "sqlite",
     "sqlite+pysqlite": "sqlite",

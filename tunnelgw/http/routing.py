@@ -91,7 +91,7 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
 class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
     """Connexion's Swagger UI and spec routes; other requests pass straight through. The
     routes are built at the first request for them: Connexion's Swagger UI renders its page
-    with Jinja2, which a worker that never serves the docs does not load (`lazy.defer_unused`
+    with Jinja2, which a worker that never serves the docs does not load (`standins.defer_unused`
     defers it)."""
 
     def __init__(self, app: Any) -> None:

@@ -17,15 +17,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tunnelgw.core import lazy
 from tunnelgw.core.errors import ApiError, Code
 
-if TYPE_CHECKING:
-    import cel
-else:  # loaded at the first filter (tunnelgw.rules.filtering)
-    cel = lazy.module("cel")
+# cel-rust is imported by the functions that use it: a server that never filters a list does
+# not load it (nor its command line's prompt_toolkit, typer and rich).
+
 
 MAX_DEPTH = 32
 _TOKEN = re.compile(
@@ -389,6 +387,8 @@ class Checker:
         return error(Code.FILTER_SYNTAX, what, name.at)
 
     def literal(self, val: _Val, what: str) -> str:
+        import cel
+
         if val.text is None:
             raise error(Code.FILTER_SYNTAX, f"{what} must be a string literal", val.start)
         value = cel.evaluate(val.text)

@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tunnelgw.core import lazy, timefmt
+from tunnelgw.core import timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.rules.filter_check import Checker, error, parse_duration, parse_timestamp
 
 if TYPE_CHECKING:
     import cel
-else:  # cel-rust (and its command line's prompt_toolkit, typer, rich) load at the first filter
-    cel = lazy.module("cel")
+
+# cel-rust is imported by the functions that use it: a server that never filters a list does
+# not load it (nor its command line's prompt_toolkit, typer and rich).
 
 __all__ = ["MAX_FILTER_BYTES", "Filter", "compile_filter", "parse_duration", "parse_timestamp"]
 
@@ -53,6 +54,8 @@ class Filter:
     context: cel.Context = field(init=False)
 
     def __post_init__(self) -> None:
+        import cel
+
         self.context = cel.Context(self.constants)
 
     def matches(self, item: Mapping[str, Any]) -> bool:
@@ -60,6 +63,8 @@ class Filter:
 
         Not thread-safe (the CEL context is reused): compile one per request.
         """
+        import cel
+
         values, context = {}, self.context
         for name, path, is_timestamp in self.paths:
             value: Any = item
@@ -93,6 +98,8 @@ def compile_filter(
     `timestamp(time.now)` means (default: the current time). Raises `ApiError` with
     FILTER_TOO_LONG, FILTER_SYNTAX, FILTER_UNKNOWN_FIELD or FILTER_TYPE (400, param `filter`).
     """
+    import cel
+
     _check_text(expression)
     try:
         cel.compile(expression)

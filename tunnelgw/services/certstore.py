@@ -12,12 +12,12 @@ import asyncio
 import importlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from models import IssuingAuthority, TlsCertificate
 from models.cert_managed import CertManaged
 from models.tls_certificate import certificate_columns
-from tunnelgw.core import ids, lazy, settings, timefmt
+from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
 from tunnelgw.rules import certmanagement
@@ -25,10 +25,9 @@ from tunnelgw.services import auth, crud, listing, paging
 from tunnelgw.storage import db, records
 from tunnelgw.storage.unit import Unit
 
-if TYPE_CHECKING:
-    from tunnelgw.crypto import issuing
-else:  # cryptography loads at the first request that needs it (tunnelgw.core.lazy)
-    issuing = lazy.module("tunnelgw.crypto.issuing")
+# tunnelgw.crypto.issuing (and cryptography, ~8 MiB) is imported by the functions that issue:
+# a server that never manages a certificate does not load it.
+
 
 # The issuing CA is valid from a day before its creation, so a certificate whose job
 # completed shortly before the CA was first needed still lies within the CA's validity.
@@ -132,6 +131,8 @@ async def _keys_for(rows: Iterable[CertManaged], now: datetime) -> dict[str, Any
     """The private keys the rows' due jobs will issue certificates with, made before the
     write unit: an RSA key takes up to a tenth of a second, which no write unit (on SQLite,
     every process's writes) should wait for. A row that changed meanwhile makes its own."""
+    from tunnelgw.crypto import issuing
+
     wanted = {records.primary_key(row)[0]: _key_type(row) for row in rows if _issues(row, now)}
     made: dict[str, Any] = {}
     for id_, key_type in wanted.items():
@@ -185,6 +186,8 @@ async def list_settled(
 
 
 async def _issue(unit: Unit, row: Any, issue_at: datetime, made_key: Any) -> TlsCertificate:
+    from tunnelgw.crypto import issuing
+
     config = settings.current()
     authority = await issuing_authority(unit, config.certificate_authority)
     not_before, not_after = certmanagement.window(issue_at, config)
@@ -232,6 +235,8 @@ async def issuing_authority(unit: Unit, name: str) -> IssuingAuthority:
     """The issuing CA `name`, created on first use. INSERT ... ON CONFLICT DO NOTHING then
     SELECT: concurrent first uses (several workers, PostgreSQL or SQLite) all get the one
     row that won, and none fails."""
+    from tunnelgw.crypto import issuing
+
     found = await unit.get(IssuingAuthority, name)
     if found is not None:
         return found

@@ -1,18 +1,18 @@
 """The shared CRUD steps every resource uses: get-or-404, apply a PATCH, list a page, and
 whole get/list/update/delete operations built from them. Handlers call these instead of
-writing queries.
+writing queries; a plain resource declares its operations with one `Resource`.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
 
 from models.base import AccountScoped
-from tunnelgw.core import urls
+from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, listing, paging, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
@@ -118,11 +118,11 @@ async def read_page(
     path: str | None = None,
 ) -> Listed:
     """LIST: one page of the caller's rows in the list envelope named `key`, of those
-    matching `filter_` when given (tunnelgw.services.listing). `renderer` renders rows with their
-    related rows; `prefix` lists one kind of a shared table (edges), whose items follow the
+    matching `filter_` when given (tunnelgw.services.listing). `renderer` renders rows with
+    their related rows; `prefix` lists one kind of a shared table (edges), whose items follow the
     spec schema `schema` and live under the collection `path`. An unfiltered page of a model
-    whose rendering is cached (tunnelgw.services.rendercache) is a `Page`, which the pipeline renders
-    and validates."""
+    whose rendering is cached (tunnelgw.services.rendercache) is a `Page`, which the pipeline
+    renders and validates."""
     if filter_ is not None:
         return await listing.read_filtered(
             model,
@@ -187,3 +187,60 @@ async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
     async with db.write() as unit:
         await delete_owned(unit, model, auth.caller(), id_)
     return None, 204
+
+
+class Resource(Generic[R]):
+    """The operations a plain account-scoped collection shares, declared once by its handler
+    module (`get, list, update, delete = Resource(Model, "key").operations(...)`):
+
+    - `create`: a new row of the caller's account with the body's `fields` set;
+    - `get`: the caller's row by id (404 for an unknown id or another account's);
+    - `list`: a page in the envelope `key`, newest first, `filter` (CEL) when given, each row
+      rendered by `renderer` when given (rows with related rows), else its `to_api()`;
+    - `update`: the body's `fields` that are present and not null set on the row;
+    - `delete`: the row removed (204).
+
+    `fields` maps API names to row attributes (default: description and metadata). A handler
+    writes only the operations whose behaviour is specific to its resource.
+    """
+
+    def __init__(
+        self,
+        model: type[R],
+        key: str,
+        *,
+        fields: Mapping[str, str] = DESCRIBED_FIELDS,
+        renderer: paging.Renderer | None = None,
+    ) -> None:
+        self.model = model
+        self.key = key
+        self.fields = fields
+        self.renderer = renderer
+
+    async def create(self, body: Body = None) -> tuple[dict[str, Any], int]:
+        model = self.model
+        row = model.new(id=ids.new_id(model.PREFIX), account_id=auth.caller().account_id)
+        apply_patch(row, body or {}, self.fields)
+        async with db.write() as unit:
+            unit.add(row)
+        return row.to_api(), 201
+
+    async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+        return await read_one(self.model, id)
+
+    async def list(
+        self,
+        limit: int = paging.MAX_LIMIT,
+        before_id: str | None = None,
+        filter: str | None = None,  # noqa: A002 - the spec's parameter name
+    ) -> Listed:
+        return await read_page(
+            self.model, self.key, limit, before_id, filter, renderer=self.renderer
+        )
+
+    async def update(self, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+        fields = self.fields
+        return await update_one(self.model, id, lambda row: apply_patch(row, body or {}, fields))
+
+    async def delete(self, id: str) -> tuple[None, int]:  # noqa: A002
+        return await delete_one(self.model, id)

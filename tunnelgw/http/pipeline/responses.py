@@ -18,7 +18,8 @@ JSON = "application/json"
 
 class Responses:
     """The compiled response validator of each status an operation documents, and for list
-    pages rendered through tunnelgw.services.rendercache, the validators of their envelope and items."""
+    pages rendered through tunnelgw.services.rendercache, the validators of their envelope and
+    items."""
 
     def __init__(self, operation: AbstractOperation) -> None:
         self.operation_id = operation.operation_id
@@ -61,8 +62,9 @@ def _nonconforming(validator: Any, body: Any, prefix: str) -> NoReturn:
 
 class _PagePlan:
     """A list response schema split in two, for pages rendered through the render cache
-    (tunnelgw.services.rendercache): the envelope with the items of the array `key` unconstrained, and
-    the item schema. Both are compiled from the operation's response schema, as `check` is."""
+    (tunnelgw.services.rendercache): the envelope with the items of the array `key`
+    unconstrained, and the item schema. Both are compiled from the operation's response
+    schema, as `check` is."""
 
     __slots__ = ("envelope", "item", "key")
 

@@ -1,5 +1,7 @@
-"""Lazy modules: `cryptography`, the fixture loader and cel-rust load at first use, not at
-start-up; the serving process defers `requests` (lazy.defer)."""
+"""What a serving process loads: `cryptography`, the fixture loader and cel-rust at first use
+(imported inside the functions that need them), not at start-up; the stand-ins of
+tunnelgw.standins for what dependencies import but the server never runs, each of them still
+needed (the library still imports the module without it)."""
 
 from __future__ import annotations
 
@@ -11,17 +13,40 @@ from pathlib import Path
 
 import pytest
 
-from tunnelgw.core import lazy
+from tunnelgw import standins
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_lazy_module_imports_at_the_first_attribute_read():
-    stand_in = lazy.module("tunnelgw.crypto.x509")
-    assert "tunnelgw.crypto.x509" in repr(stand_in)
-    from tunnelgw.crypto import x509
+# The modules the server process imports at start-up (`tunnelgw serve`): the app, the command
+# line, every handler, uvicorn's supervisors; without any stand-in.
+SERVING_IMPORTS = """
+import importlib, pathlib, sys
+import tunnelgw.http.app, tunnelgw.cli
+import uvicorn.main, uvicorn.supervisors
+for path in pathlib.Path("handlers").glob("*.py"):
+    importlib.import_module(f"handlers.{path.stem}")
+"""
+STAND_INS = [
+    *standins.UNUSED_BY_THE_SERVER,
+    *standins.NAMES_UNUSED_BY_THE_SERVER,
+    *standins.OPTIONAL_UNUSED_BY_THE_SERVER,
+]
 
-    assert stand_in.parse_ca is x509.parse_ca
+
+@pytest.mark.parametrize("name", STAND_INS)
+def test_each_stand_in_is_still_needed(name):
+    """Without the stand-ins, the serving process's start-up imports each module they stand
+    in for: when a library stops importing one, this fails, and its stand-in should go."""
+    code = SERVING_IMPORTS + f"print({name!r} in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "True", f"{name} is no longer imported: drop its stand-in"
 
 
 @pytest.mark.parametrize("entry", ["tunnelgw.__main__", "tunnelgw.worker"])
@@ -58,16 +83,16 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
 
 
 def test_a_deferred_module_is_the_real_one_at_its_first_use():
-    """`lazy.defer`: `import requests` binds a stand-in that loads nothing until read; then
+    """`standins.defer`: `import requests` binds a stand-in that loads nothing until read; then
     attributes, `from` imports and submodules are the real module's, and `sys.modules` holds
     the real module."""
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw.core import lazy
-        lazy.defer("requests")
-        lazy.defer("requests")  # twice is once
-        lazy.defer("no_such_module_anywhere")  # not installed: nothing
+        from tunnelgw import standins
+        standins.defer("requests")
+        standins.defer("requests")  # twice is once
+        standins.defer("no_such_module_anywhere")  # not installed: nothing
         import requests
         stand_in = requests
         assert "urllib3" not in sys.modules and "no_such_module_anywhere" not in sys.modules
@@ -89,13 +114,13 @@ def test_a_deferred_module_is_the_real_one_at_its_first_use():
 
 
 def test_names_imported_from_a_deferred_module_load_it_at_first_use():
-    """`lazy.defer_names`: `from module import Name` binds a stand-in name and loads nothing;
+    """`standins.defer_names`: `from module import Name` binds a stand-in name and loads nothing;
     calling it (or reading from it) imports the real module and uses the real object."""
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw.core import lazy
-        lazy.defer_names("starlette.testclient", ("TestClient",))
+        from tunnelgw import standins
+        standins.defer_names("starlette.testclient", ("TestClient",))
         from starlette.testclient import TestClient
         assert "httpx" not in sys.modules, "imported with the stand-in"
         assert "deferred starlette.testclient.TestClient" in repr(TestClient)
