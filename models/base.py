@@ -21,8 +21,12 @@ def id_field(**kwargs: Any) -> Any:
 
 
 class Row(SQLModel):
-    """Base of every table. At run time a row is a record (tunnelgw.storage.records): a plain object
-    with the columns and this class's behaviour, made by `new()` or read from the database."""
+    """Base of every table. The SQLModel class is the schema (columns, indexes, migrations);
+    at run time a row is a record (tunnelgw.storage.records): a plain slotted object with the
+    columns and the methods of the model classes, made by `new()` or read from the database.
+    So inside a model's methods `self` is that record, not an instance of the class the method
+    is written in: call a base class's method explicitly (`DescribedResource.common_api(self)`
+    or `self.common_api()`), never `super()` (refused when the record class is built)."""
 
     @classmethod
     def new(cls, **values: Any) -> Self:

@@ -358,25 +358,25 @@ def test_settings_are_checked_by_name():
 def test_values_and_leftovers(tmp_path):
     from pydantic import SecretStr
 
-    from tunnelgw.testing import server as module
+    from tunnelgw.testing import inputs, process
 
-    assert [module._env_value(v) for v in (True, False, SecretStr("k"), ("a", "b"), 1.5)] == [
+    assert [inputs.env_value(v) for v in (True, False, SecretStr("k"), ("a", "b"), 1.5)] == [
         "true",
         "false",
         "k",
         "a,b",
         "1.5",
     ]
-    assert json.dumps([date(2030, 1, 2), tmp_path], default=module._json_default) == json.dumps(
+    assert json.dumps([date(2030, 1, 2), tmp_path], default=inputs.json_default) == json.dumps(
         ["2030-01-02", str(tmp_path)]
     )
     with pytest.raises(TypeError, match="not JSON serializable"):
-        json.dumps({1j}, default=module._json_default)
-    assert module._read_log(tmp_path / "missing") == ""
-    assert module._log_tail(tmp_path / "missing") == (b"", 0)
-    assert module._exited(1)  # not our child
+        json.dumps({1j}, default=inputs.json_default)
+    assert process.read_log(tmp_path / "missing") == ""
+    assert process.log_tail(tmp_path / "missing") == (b"", 0)
+    assert process.exited(1)  # not our child
     # A forked copy of the test process leaves the server and its directory alone.
-    assert module._shutdown(-1, None, None, tmp_path, 1.0) is None
+    assert process.shutdown(-1, None, None, tmp_path, 1.0) is None
     assert tmp_path.exists()
 
 
@@ -433,14 +433,14 @@ def test_a_start_that_times_out_is_stopped():
 
 
 def test_a_port_taken_before_the_bind_is_retried(monkeypatch):
-    from tunnelgw.testing import server as module
+    from tunnelgw.testing import process
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         ports = iter([busy.getsockname()[1]])
-        free = module._free_port
-        monkeypatch.setattr(module, "_free_port", lambda: next(ports, None) or free())
+        free = process.free_port
+        monkeypatch.setattr(process, "free_port", lambda: next(ports, None) or free())
         with TunnelgwServer() as server:
             assert server.port != busy.getsockname()[1]
             assert "address already in use" in server.log_text()
@@ -501,7 +501,7 @@ def test_importing_the_plugin_is_cheap():
         """
         import sys
         import tunnelgw.testing.pytest_plugin
-        heavy = ("httpx", "pydantic", "sqlalchemy", "connexion", "yaml", "tunnelgw.settings",
+        heavy = ("httpx", "pydantic", "sqlalchemy", "connexion", "yaml", "tunnelgw.core",
                  "tunnelgw.testing.server", "tunnelgw.fixtures")
         print(",".join(m for m in heavy if m in sys.modules))
         """

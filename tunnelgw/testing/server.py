@@ -18,43 +18,30 @@ loader load at first use), so the pytest plugin stays cheap to import.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import os
 import re
 import secrets
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 import weakref
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
+
+from tunnelgw.testing import inputs, process
 
 if TYPE_CHECKING:
     import httpx
 
-HOST = "127.0.0.1"
 SERVICE_VERSION = "2"
-# Settings the server object sets itself; the rest of tunnelgw.core.settings.Settings may be given
-# as keyword arguments. (`admin_api` is always on: the helpers' methods need it.)
-MANAGED_SETTINGS = frozenset(
-    {"host", "port", "data_dir", "database_url", "bootstrap_token", "seed", "seed_account"}
-)
-ALWAYS_ON = {"admin_api": "TUNNELGW_ADMIN_API"}
-LOG_FILE = "server.log"
 LOG_TAIL_CHARS = 6000
-KEPT_LOG_BYTES = 1 << 20  # log_text() after stop(): the last MiB
 _BANNER_ACCOUNT = re.compile(r"\baccount (acct_[0-9A-Za-z]+)")
 _PORT_IN_USE = "address already in use"
 _PORT_ATTEMPTS = 3
-_TEXT = "<fixture text>"
 T = TypeVar("T")
 
 
@@ -94,141 +81,6 @@ class TunnelgwStartError(RuntimeError):
         super().__init__(f"{message}\n--- tunnelgw server log (tail) ---\n{cut}{tail}")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _package_root() -> str:
-    """The directory holding the `tunnelgw` package imported here (and its siblings
-    `handlers` and `models`)."""
-    return str(Path(__file__).absolute().parents[2])
-
-
-def setting_names() -> frozenset[str]:
-    """The names of the server's settings (tunnelgw.core.settings.Settings)."""
-    from tunnelgw.core.settings import Settings
-
-    return frozenset(Settings.model_fields)
-
-
-def _check_settings(settings: Mapping[str, Any]) -> None:
-    known = setting_names()
-    for name in settings:
-        if name in MANAGED_SETTINGS or name in ALWAYS_ON:
-            raise TypeError(
-                f"TunnelgwServer() sets {name!r} itself; use database_url=, port= or fixture= "
-                "where one fits"
-            )
-        if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise TypeError(
-                f"TunnelgwServer() got an unexpected keyword argument {name!r}: not a tunnelgw "
-                f"setting (tunnelgw.core.settings.Settings){hint}"
-            )
-
-
-def _env_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    secret = getattr(value, "get_secret_value", None)  # pydantic SecretStr
-    if callable(secret):
-        return str(secret())
-    if isinstance(value, list | tuple | set | frozenset):
-        return ",".join(str(item) for item in value)
-    return str(value)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        from tunnelgw.core.timefmt import rfc3339
-
-        return rfc3339(value)
-    if isinstance(value, date | Path):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable: {value!r}")
-
-
-def _as_rfc3339(value: datetime | str) -> str:
-    if isinstance(value, str):
-        return value
-    from tunnelgw.core.timefmt import rfc3339
-
-    return rfc3339(value)  # naive: UTC
-
-
-def _read_log(path: Path, since: int = 0) -> str:
-    try:
-        with path.open("rb") as file:
-            file.seek(since)
-            return file.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _log_tail(path: Path) -> tuple[bytes, int]:
-    try:
-        with path.open("rb") as file:
-            size = file.seek(0, os.SEEK_END)
-            file.seek(max(0, size - KEPT_LOG_BYTES))
-            return file.read(), size
-    except OSError:
-        return b"", 0
-
-
-def _exited(pid: int) -> bool:
-    """Whether `pid` (our child) has exited, without reaping it: while it is a zombie its pid,
-    and so its process group id, cannot be reused by another process."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM to the process group (parent and workers), SIGKILL after `grace` seconds; then
-    SIGKILL to whatever is left of the group (a worker that outlived its parent) and reap."""
-    if proc.returncode is None:
-        if not _exited(proc.pid):
-            _signal_group(proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace
-            while not _exited(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        # The leader is a zombie at worst here, so the group id is still ours.
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
-def _shutdown(
-    owner_pid: int,
-    proc: subprocess.Popen[bytes] | None,
-    log: IO[bytes] | None,
-    data_dir: Path,
-    grace: float,
-) -> tuple[bytes, int] | None:
-    """Stop the server and remove its data directory; runs once (weakref.finalize), from
-    stop(), at garbage collection or at interpreter exit. Returns the log's last MiB and
-    its size."""
-    if os.getpid() != owner_pid:
-        return None  # a forked copy of the test process: the server is not its own
-    try:
-        if proc is not None:
-            _terminate(proc, grace)
-    finally:
-        if log is not None:
-            log.close()
-        kept = _log_tail(data_dir / LOG_FILE)
-        shutil.rmtree(data_dir, ignore_errors=True)
-    return kept
-
-
 class TunnelgwServer:
     """A tunnelgw server in its own process, for tests.
 
@@ -254,7 +106,7 @@ class TunnelgwServer:
         stop_timeout: float = 10.0,
         **settings: Any,
     ) -> None:
-        _check_settings(settings)
+        inputs.check_settings(settings)
         self.database_url = database_url
         self.fixture = fixture
         self.startup_timeout = startup_timeout
@@ -286,11 +138,11 @@ class TunnelgwServer:
         seconds); raises TunnelgwStartError with the log's tail if it does not."""
         if self._data_dir is not None:
             raise RuntimeError("this TunnelgwServer was started already (one start per object)")
-        seed = _start_fixture(self.fixture)  # a bad fixture fails before any process starts
+        seed = inputs.start_fixture(self.fixture)  # a bad fixture fails before any process starts
         self._data_dir = data_dir = Path(tempfile.mkdtemp(prefix="tunnelgw-"))
-        log = (data_dir / LOG_FILE).open("ab")
+        log = (data_dir / process.LOG_FILE).open("ab")
         self._finalizer = weakref.finalize(
-            self, _shutdown, os.getpid(), None, log, data_dir, self.stop_timeout
+            self, process.shutdown, os.getpid(), None, log, data_dir, self.stop_timeout
         )
         try:
             env = self._env(data_dir)
@@ -323,15 +175,15 @@ class TunnelgwServer:
 
     @property
     def running(self) -> bool:
-        """Whether the server process is still there (without reaping it: see _exited)."""
+        """Whether the server process is still there (without reaping it: see process.exited)."""
         proc = self._proc
-        return proc is not None and proc.returncode is None and not _exited(proc.pid)
+        return proc is not None and proc.returncode is None and not process.exited(proc.pid)
 
     # What tests use.
 
     @property
     def base_url(self) -> str:
-        return f"http://{HOST}:{self._require(self._port, 'base_url')}"
+        return f"http://{process.HOST}:{self._require(self._port, 'base_url')}"
 
     @property
     def port(self) -> int:
@@ -380,14 +232,14 @@ class TunnelgwServer:
         if self._kept_log is not None:
             start = max(0, since - (self._log_end - len(self._kept_log)))
             return self._kept_log[start:].decode(errors="replace")
-        return _read_log(self.data_dir / LOG_FILE, since)
+        return process.read_log(self.data_dir / process.LOG_FILE, since)
 
     def log_position(self) -> int:
         """The log's current size in bytes, for `log_text(since=...)`."""
         if self._kept_log is not None:
             return self._log_end
         try:
-            return (self.data_dir / LOG_FILE).stat().st_size
+            return (self.data_dir / process.LOG_FILE).stat().st_size
         except OSError:
             return 0
 
@@ -405,8 +257,8 @@ class TunnelgwServer:
         if isinstance(fixture, Mapping):
             document: Any = dict(fixture)
         else:
-            text, name = _fixture_source(fixture)
-            document = _checked_document(text, name)
+            text, name = inputs.fixture_source(fixture)
+            document = inputs.checked_document(text, name)
         return self._object("POST", "/_admin/fixtures", document)
 
     def advance(self, seconds: float) -> datetime:
@@ -416,7 +268,7 @@ class TunnelgwServer:
     def set_time(self, when: datetime | str) -> datetime:
         """Set the account's simulated clock (a naive datetime is UTC; the clock never moves
         backwards); returns the simulated now."""
-        return self._clock({"set": _as_rfc3339(when)})
+        return self._clock({"set": inputs.as_rfc3339(when)})
 
     def reset_clock(self) -> datetime:
         """Back to real time; returns now."""
@@ -424,7 +276,7 @@ class TunnelgwServer:
 
     def now(self) -> datetime:
         """The account's simulated now."""
-        return _parse_time(self._object("GET", "/_admin/clock")["now"])
+        return inputs.parse_time(self._object("GET", "/_admin/clock")["now"])
 
     def fault(
         self,
@@ -481,7 +333,7 @@ class TunnelgwServer:
     def _admin(self, method: str, path: str, body: Any = None) -> Any:
         if self._http is None:
             self._http = self.client()
-        content = None if body is None else json.dumps(body, default=_json_default)
+        content = None if body is None else json.dumps(body, default=inputs.json_default)
         headers = {"Content-Type": "application/json"} if content is not None else {}
         response = self._http.request(method, path, content=content, headers=headers)
         if response.is_error:
@@ -499,7 +351,7 @@ class TunnelgwServer:
         return answer
 
     def _clock(self, body: dict[str, Any]) -> datetime:
-        return _parse_time(self._object("POST", "/_admin/clock", body)["now"])
+        return inputs.parse_time(self._object("POST", "/_admin/clock", body)["now"])
 
     def _env(self, data_dir: Path) -> dict[str, str]:
         env = {
@@ -510,17 +362,17 @@ class TunnelgwServer:
         # The server runs the tunnelgw imported here; its directory also comes before the
         # caller's own paths, so a project's `models` or `handlers` package cannot shadow ours.
         env["PYTHONPATH"] = os.pathsep.join(
-            [_package_root(), *filter(None, [os.environ.get("PYTHONPATH")])]
+            [process.package_root(), *filter(None, [os.environ.get("PYTHONPATH")])]
         )
         env["PYTHONUNBUFFERED"] = "1"
         env["TUNNELGW_DATA_DIR"] = str(data_dir)
-        for variable in ALWAYS_ON.values():
+        for variable in inputs.ALWAYS_ON.values():
             env[variable] = "1"
         if self.database_url is not None:
             env["TUNNELGW_DATABASE_URL"] = self.database_url
         for name, value in self.settings.items():
             if value is not None:
-                env[f"TUNNELGW_{name.upper()}"] = _env_value(value)
+                env[f"TUNNELGW_{name.upper()}"] = inputs.env_value(value)
         return env
 
     def _create_account(self, env: dict[str, str], log: IO[bytes], data_dir: Path) -> None:
@@ -562,10 +414,10 @@ class TunnelgwServer:
     def _spawn(self, env: dict[str, str], log: IO[bytes], data_dir: Path) -> None:
         for attempt in range(_PORT_ATTEMPTS):
             if not self._fixed_port:
-                self._port = _free_port()
+                self._port = process.free_port()
             command = [
                 sys.executable,
-                *("-m", "tunnelgw", "serve", "--host", HOST, "--port", str(self._port)),
+                *("-m", "tunnelgw", "serve", "--host", process.HOST, "--port", str(self._port)),
             ]
             log.write(f"$ tunnelgw serve --port {self._port}\n".encode())
             log.flush()
@@ -593,7 +445,7 @@ class TunnelgwServer:
         if self._finalizer is not None:
             self._finalizer.detach()
         self._finalizer = weakref.finalize(
-            self, _shutdown, os.getpid(), proc, log, data_dir, self.stop_timeout
+            self, process.shutdown, os.getpid(), proc, log, data_dir, self.stop_timeout
         )
 
     def _wait_ready(self) -> None:
@@ -604,8 +456,8 @@ class TunnelgwServer:
         deadline = time.monotonic() + self.startup_timeout
         with httpx.Client(timeout=2.0, trust_env=False) as probe:
             while True:
-                if _exited(self._proc.pid):
-                    _terminate(self._proc, self.stop_timeout)  # its workers too; reaped
+                if process.exited(self._proc.pid):
+                    process.terminate(self._proc, self.stop_timeout)  # its workers too; reaped
                     raise TunnelgwStartError(
                         f"tunnelgw serve exited with status {self._proc.returncode} before "
                         "it was ready",
@@ -615,7 +467,7 @@ class TunnelgwServer:
                     if probe.get(url).status_code == 200:
                         return
                 if time.monotonic() >= deadline:
-                    _terminate(self._proc, self.stop_timeout)
+                    process.terminate(self._proc, self.stop_timeout)
                     raise TunnelgwStartError(
                         f"tunnelgw serve was not ready within {self.startup_timeout} s ({url})",
                         self.log_text(),
@@ -630,47 +482,3 @@ class TunnelgwServer:
                 "tunnelgw serve printed no account banner on its first start", self.log_text()
             )
         return found.group(1)
-
-
-def _start_fixture(
-    fixture: str | os.PathLike[str] | Mapping[str, Any] | None,
-) -> Path | bytes | None:
-    """The fixture to load at start (`serve --seed`), checked here first: a file's path, or
-    the text to write to a file (a dict becomes indented JSON, so positions have lines)."""
-    if fixture is None:
-        return None
-    if isinstance(fixture, Mapping):
-        text, name = json.dumps(dict(fixture), indent=2, default=_json_default).encode(), _TEXT
-    else:
-        text, name = _fixture_source(fixture)
-    _checked_document(text, name)
-    return text if name == _TEXT else Path(name).resolve()
-
-
-def _fixture_source(fixture: str | os.PathLike[str]) -> tuple[bytes, str]:
-    """The bytes of a fixture and the name its positions use: a path (a PathLike, or a str
-    of one line that is not a YAML/JSON document), else YAML/JSON text."""
-    if isinstance(fixture, str) and ("\n" in fixture or fixture.lstrip()[:1] in ("{", "[")):
-        return fixture.encode(), _TEXT
-    path = Path(fixture)
-    return path.read_bytes(), str(path)
-
-
-def _checked_document(text: bytes, name: str) -> Any:
-    """The fixture's data as the server will read it, after the local check
-    (tunnelgw.fixtures.FixtureError lists every problem as FILE:LINE:COLUMN)."""
-    with warnings.catch_warnings():
-        # The loader imports Connexion, which warns at import (jsonschema's RefResolver,
-        # Starlette's test client with httpx): not the user's to see, even under a
-        # `filterwarnings = error` of their test suite.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-        from tunnelgw import fixtures
-        from tunnelgw.fixtures import schema
-
-        fixtures.check(text, name)
-        return schema.parse(text, name).data
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value).astimezone(UTC)
