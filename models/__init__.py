@@ -15,6 +15,9 @@ from models.event_subscription import EventSubscription
 from models.fault_rule import FaultRule
 from models.fixture_load import FixtureLoad
 from models.http_response_backend import HttpResponseBackend
+from models.ip_policy import IpPolicy
+from models.ip_policy_rule import IpPolicyRule
+from models.ip_restriction import IpRestriction, IpRestrictionPolicy
 from models.issuing_authority import IssuingAuthority
 from models.principal import Principal
 from models.reserved_addr import ReservedAddr
@@ -42,6 +45,10 @@ __all__ = [
     "FaultRule",
     "FixtureLoad",
     "HttpResponseBackend",
+    "IpPolicy",
+    "IpPolicyRule",
+    "IpRestriction",
+    "IpRestrictionPolicy",
     "IssuingAuthority",
     "Principal",
     "ReservedAddr",

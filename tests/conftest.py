@@ -107,7 +107,13 @@ def http(settings: Settings) -> Iterator[TestClient | LiveClient]:
         yield from _live(settings)
         return
     app = create_app(settings)
-    with TestClient(app, base_url="http://testserver", raise_server_exceptions=False) as client:
+    # The peer is 127.0.0.1, as it is for a live server (IP restrictions see it).
+    with TestClient(
+        app,
+        base_url="http://testserver",
+        raise_server_exceptions=False,
+        client=("127.0.0.1", 50000),
+    ) as client:
         # The factories write rows outside requests, on the app's database and KEK.
         install_defaults(state_of(app))
         yield client

@@ -27,6 +27,7 @@ RESOURCES = [
     "http_response_backend",
     "ip_policy",
     "ip_policy_rule",
+    "ip_restriction",
     "reserved_addr",
     "reserved_domain",
     "ssh_certificate_authority",

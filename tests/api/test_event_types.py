@@ -37,6 +37,9 @@ SERVED = [
     "tcp_edge",
     "tunnel",
     "endpoint_configuration",
+    "ip_policy",
+    "ip_policy_rule",
+    "ip_restriction",
 ]
 
 
@@ -51,7 +54,7 @@ def test_catalog_has_traffic_events_and_every_served_resource():
     for resource in SERVED:
         for verb in ("created", "updated", "deleted"):
             assert f"{resource}_{verb}.v0" in CATALOG
-    assert len(CATALOG) == len(set(CATALOG)) == 71
+    assert len(CATALOG) == len(set(CATALOG)) == 74
 
 
 @pytest.mark.parametrize(

@@ -319,6 +319,45 @@ def test_event_sources(client, labels):
     assert refused.value.error_code == "ERR_INVALID_FIELD"
 
 
+def test_ip_policies_rules_and_restrictions(client, labels):
+    policies, rules, restrictions = (
+        client.ip_policies,
+        client.ip_policy_rules,
+        client.ip_restrictions,
+    )
+    policy = policies.create(description="client")  # metadata "" sent: unset
+    assert touch_all(policies.get(policy.id)) >= 5
+    rule = rules.create(cidr="198.51.100.7", ip_policy_id=policy.id, action="allow")
+    assert rule.cidr == "198.51.100.7/32"
+    assert rule.ip_policy.id == policy.id
+    assert touch_all(rules.get(rule.id)) >= 7
+    with pytest.raises(ngrok.Error) as bad:
+        rules.create(cidr="10.0.0.0/33", ip_policy_id=policy.id, action="deny")
+    assert bad.value.error_code == "ERR_INVALID_CIDR"
+    assert rules.update(rule.id, cidr="198.51.100.0/24").cidr == "198.51.100.0/24"
+    # The client sends `enforced: false` and every argument it was not given as "".
+    restriction = restrictions.create(type="dashboard", ip_policy_ids=[policy.id])
+    assert [p.id for p in restrictions.get(restriction.id).ip_policies] == [policy.id]
+    assert touch_all(restrictions.get(restriction.id)) >= 8
+    # ...and `ip_policy_ids: []` with every update: the policies stay.
+    updated = restrictions.update(restriction.id, description="d2")
+    assert (updated.description, [p.id for p in updated.ip_policies]) == ("d2", [policy.id])
+    fixture_policy = labels["office"]
+    assert fixture_policy in {p.id for p in walk(policies.list(limit=1))}
+    assert {rule.id} <= {r.id for r in walk(rules.list(limit=1))}
+    assert restriction.id in {r.id for r in walk(restrictions.list(limit=1))}
+    found = rules.list(filter=f'obj.ip_policy.id == "{policy.id}"')
+    assert [r.id for r in found] == [rule.id]
+    with pytest.raises(ngrok.Error) as in_use:
+        policies.delete(policy.id)
+    assert in_use.value.error_code == "ERR_IP_POLICY_IN_USE"
+    restrictions.delete(restriction.id)
+    rules.delete(rule.id)
+    policies.delete(policy.id)
+    with pytest.raises(ngrok.NotFoundError):
+        policies.get(policy.id)
+
+
 def test_errors_reach_the_client_as_its_errors(client):
     with pytest.raises(ngrok.Error) as unknown:
         client.api_keys.list(filter="obj.nope == 1")

@@ -78,3 +78,9 @@ def test_database_pool_size(monkeypatch):
         monkeypatch.setenv("TUNNELGW_DATABASE_POOL_SIZE", bad)
         with pytest.raises(ValidationError, match="database_pool_size"):
             Settings()
+
+
+def test_trusted_proxies_are_addresses_or_networks():
+    assert Settings(trusted_proxies="127.0.0.1, 10.0.0.0/8,::1").trusted_proxies
+    with pytest.raises(ValidationError, match="not an IP address or network"):
+        Settings(trusted_proxies="127.0.0.1, proxy.example.com")

@@ -55,6 +55,7 @@ class Code(enum.Enum):
     INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
     UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
+    INVALID_CIDR = (400, "The value is not an IPv4 or IPv6 address or CIDR network.")
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
@@ -67,6 +68,10 @@ class Code(enum.Enum):
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
     PERMISSION_DENIED = (403, "The authenticated principal may not do this.")
+    IP_RESTRICTED = (
+        403,
+        "An enforced IP restriction of the account does not allow requests from this address.",
+    )
     # 404 / 405: what is being addressed.
     NOT_FOUND = (404, "No such resource.")
     REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
@@ -81,6 +86,10 @@ class Code(enum.Enum):
     CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
     BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
     NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
+    IP_POLICY_IN_USE = (
+        409,
+        "An IP restriction uses the IP policy; take it out of the restriction first.",
+    )
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.

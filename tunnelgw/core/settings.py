@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -67,6 +68,12 @@ class Settings(BaseSettings):
     tcp_port_min: int = Field(default=20000, ge=1, le=65535)
     tcp_port_max: int = Field(default=29999, ge=1, le=65535)
 
+    # The proxies in front of the server (comma-separated addresses or CIDR networks): for a
+    # request from one of them, the client address IP restrictions check is taken from
+    # `X-Forwarded-For` (the right-most address that is not a trusted proxy). Default none:
+    # the peer's address.
+    trusted_proxies: str = ""
+
     # Fixtures (see the README's "Fixtures" section): a file `tunnelgw serve` loads at start,
     # once per (account, SHA-256 of the file); the account defaults to the oldest one with an
     # admin principal.
@@ -99,6 +106,17 @@ class Settings(BaseSettings):
     def tcp_host(self, region: str) -> str:
         """The host of the reserved TCP addresses of `region`."""
         return f"{self.tcp_host_pattern.format(region=region)}.{self.shared_domain}".lower()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        for part in value.split(","):
+            if part.strip():
+                try:
+                    ipaddress.ip_network(part.strip(), strict=False)
+                except ValueError:
+                    raise ValueError(f"{part.strip()!r} is not an IP address or network") from None
+        return value
 
     @field_validator("version_header_aliases")
     @classmethod

@@ -35,6 +35,7 @@ from tunnelgw.http.pipeline import operation as pipeline
 from tunnelgw.http.pipeline.parameters import VERSION_HEADER
 from tunnelgw.http.rendering import ErrorRenderer
 from tunnelgw.http.state import AppState
+from tunnelgw.rules import cidrs
 from tunnelgw.storage import db
 
 HANDLERS = pipeline.HANDLERS_PACKAGE
@@ -195,6 +196,7 @@ def middlewares(state: AppState) -> list[Any]:
             max_body_bytes=settings.max_body_bytes,
             version_headers=(VERSION_HEADER, *settings.version_header_alias_list()),
             fault_operations=fault_operations(settings),
+            trusted_proxies=cidrs.networks(settings.trusted_proxies),
         ),
         LifespanMiddleware,
     ]

@@ -35,6 +35,18 @@ LATENCY = Histogram(
 )
 
 
+IP_REFUSALS = Counter(
+    "tunnelgw_ip_restriction_refusals_total",
+    "API requests that an `api` IP restriction refused (enforced) or would have refused "
+    "(not enforced: recorded only).",
+    ["enforced"],
+)
+
+
+def ip_refused(*, enforced: bool) -> None:
+    IP_REFUSALS.labels("true" if enforced else "false").inc()
+
+
 _children: dict[tuple[str | None, str, int], tuple[Any, Any]] = {}
 _MAX_CHILDREN = 4096  # label sets whose metric objects are kept at hand
 

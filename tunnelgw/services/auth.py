@@ -38,6 +38,8 @@ class Caller:
     principal_id: str
     is_admin: bool
     api_key_id: str
+    # What `api` IP restrictions the account has (models.ip_restriction.API_*).
+    api_restriction: int = 0
 
 
 def new_token() -> str:
@@ -69,12 +71,13 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
-        found, carried = found[:6], found[6]
+        found, carried = found[:7], found[7]
         _carried.set((target[0], target[1], carried if carried.id is not None else None))
-    _, key_id, principal_id, account_id, is_admin, clock_offset = found
+    _, key_id, principal_id, account_id, is_admin, clock_offset, api_restriction = found
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
-    return {"sub": principal_id, "caller": Caller(account_id, principal_id, is_admin, key_id)}
+    caller = Caller(account_id, principal_id, is_admin, key_id, api_restriction)
+    return {"sub": principal_id, "caller": caller}
 
 
 # The credential's key under an alias: a carried row may be an API key too.
@@ -87,6 +90,7 @@ _CREDENTIAL = (
         col(Principal.account_id),
         col(Principal.is_admin),
         col(Account.clock_offset_seconds),
+        col(Account.api_restriction),
     )
     .select_from(_KEY)
     .join(Principal, col(Principal.id) == col(_KEY.owner_id))

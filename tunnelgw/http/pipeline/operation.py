@@ -5,6 +5,7 @@ beside this one (parameters, security, bodies, responses)."""
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any
 
 import orjson
@@ -13,16 +14,21 @@ from connexion.operations import AbstractOperation
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tunnelgw.core.errors import ApiError
+from tunnelgw.http import metrics
 from tunnelgw.http.pipeline import bodies, parameters, security
 from tunnelgw.http.pipeline.bodies import JSON, Body
 from tunnelgw.http.pipeline.parameters import INTEGER, VERSION_HEADER, Parameters, header
 from tunnelgw.http.pipeline.responses import Responses, send_response
-from tunnelgw.services import auth, faults, rendercache
+from tunnelgw.rules import cidrs
+from tunnelgw.services import auth, faults, rendercache, restrictions
 from tunnelgw.storage import db
+
+log = logging.getLogger("tunnelgw.restrictions")
 
 HANDLERS_PACKAGE = "handlers"  # operationIds resolve relative to it (tunnelgw.http.app)
 # A scope key the fixture loader's in-process requests carry: fault rules leave them alone.
 INTERNAL = "tunnelgw.internal"
+ADMIN_OPERATIONS = "admin."  # the admin API's operationIds (handlers/admin.py)
 
 
 class Operation:
@@ -36,12 +42,17 @@ class Operation:
         max_body_bytes: int,
         version_headers: tuple[str, ...],
         fault_operations: frozenset[str] = frozenset(),
+        trusted_proxies: tuple[cidrs.Network, ...] = (),
     ) -> None:
         self.operation_id = operation.operation_id
         # The spec's operationId (Connexion's is the resolved handler, `handlers.<id>`).
         self.spec_operation_id = operation.operation_id.removeprefix(HANDLERS_PACKAGE + ".")
         # Fault rules (admin API on) may hit this operation.
         self.faults = self.spec_operation_id in fault_operations
+        # `api` IP restrictions apply to every API operation but the admin API's, so a test
+        # suite can always undo one.
+        self.restrictable = not self.spec_operation_id.startswith(ADMIN_OPERATIONS)
+        self.trusted_proxies = trusted_proxies
         self.handler = operation.function
         signature = inspect.signature(self.handler)
         arguments = set(signature.parameters)
@@ -69,7 +80,10 @@ class Operation:
         async with db.request_scope():
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
-                auth.activate(info["caller"])
+                caller: auth.Caller = info["caller"]
+                auth.activate(caller)
+                if caller.api_restriction and self.restrictable:
+                    await self._check_ip_restrictions(scope, caller)
             if isinstance(path, ApiError):  # reported after the credential check
                 raise path
             kwargs = self.parameters.arguments(scope, path)
@@ -83,6 +97,25 @@ class Operation:
                 await faults.apply(auth.caller().account_id, self.spec_operation_id)
             result = await self.handler(**kwargs)
         await self._respond(result, send)
+
+    async def _check_ip_restrictions(self, scope: Scope, caller: auth.Caller) -> None:
+        """The account's `api` IP restrictions on the client's address: 403 from an enforced
+        one; an unenforced one that would refuse it is recorded (log and metrics)."""
+        client = security.client_address(scope, self.trusted_proxies)
+        try:
+            verdict = await restrictions.check_api(caller, client)
+        except ApiError:
+            metrics.ip_refused(enforced=True)
+            raise
+        for restriction_id in verdict.recorded:
+            metrics.ip_refused(enforced=False)
+            log.warning(
+                "IP restriction %s (not enforced) would refuse %s: %s %r",
+                restriction_id,
+                client if client is not None else "an unknown address",
+                scope["method"],
+                scope["path"],
+            )
 
     def _row(self, path: dict[str, Any] | ApiError) -> tuple[str, str] | None:
         """(collection, id) of the resource this GET reads, for the credential check to read
@@ -124,6 +157,7 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
         max_body_bytes: int,
         version_headers: tuple[str, ...] = (VERSION_HEADER,),
         fault_operations: frozenset[str] = frozenset(),
+        trusted_proxies: tuple[cidrs.Network, ...] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -132,6 +166,7 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
             "max_body_bytes": max_body_bytes,
             "version_headers": version_headers,
             "fault_operations": fault_operations,
+            "trusted_proxies": trusted_proxies,
         }
         self.add_paths()
 

@@ -9,9 +9,11 @@ from typing import Any
 
 from connexion.operations import AbstractOperation
 from connexion.utils import get_function_from_name
+from starlette.types import Scope
 
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http.pipeline.parameters import Param, header
+from tunnelgw.rules import cidrs
 
 
 def row_target(operation: AbstractOperation, path: list[Param]) -> tuple[str, Param] | None:
@@ -57,3 +59,13 @@ def credential_check(operation: AbstractOperation) -> Authenticate | None:
         return await bearer_info(token.strip(), row)
 
     return authenticate
+
+
+def client_address(scope: Scope, trusted: tuple[cidrs.Network, ...]) -> cidrs.Address | None:
+    """The request's client address: the peer's, or behind a trusted proxy (the setting
+    `trusted_proxies`) the right-most untrusted address of `X-Forwarded-For`."""
+    peer = scope.get("client")
+    forwarded = [
+        value.decode("latin-1") for key, value in scope["headers"] if key == b"x-forwarded-for"
+    ]
+    return cidrs.client_address(peer[0] if peer else None, forwarded, trusted)

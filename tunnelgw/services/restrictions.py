@@ -1,0 +1,74 @@
+"""IP restrictions applied to this API: whether the account's `api` restrictions admit a
+request's client address. Only accounts whose summary says they have some are checked
+(`Caller.api_restriction`, read with the credential check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, select
+from sqlmodel import col
+
+from models import IpPolicyRule, IpRestriction, IpRestrictionPolicy
+from models.ip_restriction import API_NONE
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.rules import cidrs
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage import db
+from tunnelgw.storage.statements import Query
+
+# Each `api` restriction of the account with the rules of its policies (a restriction whose
+# policies have no rule comes once, with no cidr: it admits no address).
+_API_RULES = Query(
+    select(
+        col(IpRestriction.id),
+        col(IpRestriction.enforced),
+        col(IpPolicyRule.cidr),
+        col(IpPolicyRule.action),
+    )
+    .select_from(IpRestriction)
+    .join(IpRestrictionPolicy, col(IpRestrictionPolicy.restriction_id) == col(IpRestriction.id))
+    .outerjoin(
+        IpPolicyRule, col(IpPolicyRule.ip_policy_id) == col(IpRestrictionPolicy.ip_policy_id)
+    )
+    .where(col(IpRestriction.account_id) == bindparam("account_id"))
+    .where(col(IpRestriction.type) == "api")
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The unenforced restrictions that would have refused the address (recorded, not
+    enforced: the request goes on)."""
+
+    recorded: tuple[str, ...] = ()
+
+
+async def check_api(caller: Caller, client: cidrs.Address | None) -> Verdict:
+    """Raises ApiError(403 ERR_IP_RESTRICTED) when an enforced `api` restriction of the
+    caller's account does not admit `client` (None: the address is unknown, which no rule
+    admits); else the unenforced ones that would have refused it."""
+    if caller.api_restriction == API_NONE:
+        return Verdict()
+    async with db.read() as unit:
+        rows = (await unit.exec(_API_RULES, {"account_id": caller.account_id})).all()
+    rules: dict[str, list[tuple[str, str]]] = {}
+    enforced: dict[str, bool] = {}
+    for restriction_id, is_enforced, cidr, action in rows:
+        enforced[restriction_id] = is_enforced
+        found = rules.setdefault(restriction_id, [])
+        if cidr is not None:
+            found.append((cidr, action))
+    refusing = sorted(id_ for id_, found in rules.items() if not cidrs.admits(found, client))
+    shown = str(client) if client is not None else "unknown"
+    for id_ in refusing:
+        if enforced[id_]:
+            raise ApiError(
+                Code.IP_RESTRICTED,
+                f"The IP restriction {id_!r} of this account does not allow requests to this "
+                f"API from {shown}. Send it from an address its IP policies allow, or change "
+                "the restriction (the admin API still answers from any address).",
+                address=shown,
+                restriction=id_,
+            )
+    return Verdict(tuple(refusing))
