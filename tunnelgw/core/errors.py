@@ -1,6 +1,6 @@
 """One error type and one catalog: every failure the API reports is an `ApiError`.
 
-The catalog is the single list of error codes; `openapi.yaml` and the README list the same
+The catalog is the single list of error codes; `openapi.yaml` and docs/errors.md list the same
 codes and a test keeps the three in step.
 """
 

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    """Every setting of the server; see the README's configuration table."""
+    """Every setting of the server; see docs/configuration.md."""
 
     model_config = SettingsConfigDict(env_prefix="TUNNELGW_", extra="ignore")
 
@@ -23,7 +23,7 @@ class Settings(BaseSettings):
     database_url: str | None = None
     # PostgreSQL connections per worker, opened on demand from one: a request holds one from
     # its credential check to the end of its handler, and requests beyond it wait in the pool
-    # (README: Configuration).
+    # (docs/configuration.md).
     database_pool_size: int = Field(
         default=32, ge=1, le=1000
     )  # = tunnelgw.storage.db.POOL_MAX_SIZE
@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
 
-    # Reserved domains and agent ingresses (see the README's "Domains" section).
+    # Reserved domains and agent ingresses (docs/behaviour.md).
     # A reserved name without a dot is `<name>.<shared_domain>`.
     shared_domain: str = "tunnelgw.test"
     # Custom domains get `cname_target` `<random>.<cname_suffix>`; wildcard custom domains get
@@ -62,18 +62,18 @@ class Settings(BaseSettings):
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
 
     # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
-    # port a free one of tcp_port_min..tcp_port_max (see the README's "Reserved addresses").
+    # port a free one of tcp_port_min..tcp_port_max (docs/behaviour.md).
     tcp_host_pattern: str = "{region}.tcp"
     tcp_port_min: int = Field(default=20000, ge=1, le=65535)
     tcp_port_max: int = Field(default=29999, ge=1, le=65535)
 
-    # Fixtures (see the README's "Fixtures" section): a file `tunnelgw serve` loads at start,
+    # Fixtures (docs/fixtures.md): a file `tunnelgw serve` loads at start,
     # once per (account, SHA-256 of the file); the account defaults to the oldest one with an
     # admin principal.
     seed: Path | None = None
     seed_account: str | None = None
 
-    # Deterministic runs (see the README): repeatable ids and tokens from this seed, per
+    # Deterministic runs (docs/fixtures.md): repeatable ids and tokens from this seed, per
     # process (tunnelgw.core.ids); `serve` refuses it with several workers.
     id_seed: str | None = None
 

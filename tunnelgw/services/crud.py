@@ -191,7 +191,8 @@ async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
 
 class Resource(Generic[R]):
     """The operations a plain account-scoped collection shares, declared once by its handler
-    module (`get, list, update, delete = Resource(Model, "key").operations(...)`):
+    module (`resource = Resource(Model, "key")`, then `get, list = resource.get,
+    resource.list`, ...):
 
     - `create`: a new row of the caller's account with the body's `fields` set;
     - `get`: the caller's row by id (404 for an unknown id or another account's);
