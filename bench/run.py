@@ -48,8 +48,8 @@ RESULTS_DIR = BENCH_DIR / "results"
 PARTS = (
     "get",  # tunnelgw GET by id, --connections
     "seq",  # tunnelgw GET by id, 1 connection
-    "list",  # one list URL: its page is kept while the database is unchanged
-    "listread",  # list pages under rotating cursors, more than are kept: each one read
+    "list",  # one list URL, read again and again
+    "listread",  # list pages under rotating cursors (~90 pages in turn)
     "listmix",  # the same with a create in place of every 10th request
     "create",
     "workers2",  # tunnelgw (and the reference) with 2 workers
