@@ -8,7 +8,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlmodel import col
 
 from models import Account, FaultRule
@@ -16,7 +16,7 @@ from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import auth, faults
+from tunnelgw.services import auth, faults, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -139,20 +139,8 @@ async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = _admin()
     async with db.write() as unit:
-        await unit.get(Account, caller.account_id, lock=True)  # one count at a time
-        count = (
-            await unit.exec(
-                select(func.count())
-                .select_from(FaultRule)
-                .where(col(FaultRule.account_id) == caller.account_id)
-            )
-        ).one()
-        if count >= faults.MAX_RULES:
-            raise ApiError(
-                Code.CONFLICT,
-                f"The account has {faults.MAX_RULES} fault rules, the most it may have; "
-                "clear them first (DELETE /_admin/faults).",
-            )
+        # The same count and lock as the quotas of the API's resources, with a fixed limit.
+        await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
         rule = FaultRule.new(
             id=ids.new_id(FaultRule.PREFIX),
             account_id=caller.account_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -73,6 +74,15 @@ class Settings(BaseSettings):
     seed: Path | None = None
     seed_account: str | None = None
 
+    # Per-account quotas (README: Quotas): how many rows of each kind (QUOTA_KINDS) one account
+    # may hold; a create past it is 409 ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart from
+    # `quota_default`, as comma-separated `kind=N` (setting it replaces its default). High
+    # enough that a test suite never meets them; a runaway script does. Reserved addresses
+    # are a pool every account draws from: 1000 of them leave the rest of a region's
+    # 10000 default ports to the others.
+    quota_default: int = Field(default=10000, ge=0, le=1_000_000_000)
+    quotas: str = "reserved_addr=1000"
+
     # Deterministic runs (see the README): repeatable ids and tokens from this seed, per
     # process (tunnelgw.core.ids); `serve` refuses it with several workers.
     id_seed: str | None = None
@@ -95,6 +105,16 @@ class Settings(BaseSettings):
         if self.tcp_port_min > self.tcp_port_max:
             raise ValueError("tcp_port_min must not be greater than tcp_port_max")
         return self
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, value: str) -> str:
+        parse_quotas(value)
+        return value
+
+    def quota(self, kind: str) -> int:
+        """How many rows of `kind` (one of QUOTA_KINDS) one account may hold."""
+        return parse_quotas(self.quotas).get(kind, self.quota_default)
 
     def tcp_host(self, region: str) -> str:
         """The host of the reserved TCP addresses of `region`."""
@@ -133,6 +153,44 @@ class Settings(BaseSettings):
 _HOST_LABELS = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
+# The kinds of rows the per-account quotas count (their table names; tunnelgw.services.quotas
+# counts them where the create operations insert them).
+QUOTA_KINDS = frozenset(
+    {
+        "agent_ingress",
+        "api_key",
+        "certificate_authority",
+        "edge",
+        "event_subscription",
+        "http_response_backend",
+        "reserved_addr",
+        "reserved_domain",
+        "ssh_certificate_authority",
+        "ssh_user_certificate",
+        "tls_certificate",
+        "tunnel_group_backend",
+    }
+)
+
+
+@functools.cache
+def parse_quotas(value: str) -> dict[str, int]:
+    """The per-kind quotas of a `quotas` setting (`kind=N,...`); ValueError names what is
+    wrong (an unknown kind, a number that is not 0..1000000000)."""
+    found: dict[str, int] = {}
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        kind, sep, number = (piece.strip() for piece in part.partition("="))
+        if kind not in QUOTA_KINDS:
+            known = ", ".join(sorted(QUOTA_KINDS))
+            raise ValueError(f"{kind!r} is not a kind of resource with a quota ({known})")
+        if not sep or not number.isascii() or not number.isdigit() or int(number) > 10**9:
+            raise ValueError(f"{part.strip()!r}: write {kind}=N, N a whole number 0..1000000000")
+        found[kind] = int(number)
+    return found
+
+
 # An HTTP header name (RFC 9110 token).
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
