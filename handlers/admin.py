@@ -115,14 +115,14 @@ async def set_clock(body: Body = None) -> dict[str, Any]:
 
 def _parse(value: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z"))
+        return timefmt.parse_rfc3339(value).astimezone(UTC)
     except ValueError:
         raise ApiError(
-            Code.INVALID_FIELD, f"set {value[:64]!r} is not an RFC 3339 time.", field="set"
+            Code.INVALID_FIELD,
+            f"set {value[:64]!r} is not an RFC 3339 time (such as 2030-01-01T00:00:00Z; an "
+            "offset is -23:59 to +23:59).",
+            field="set",
         ) from None
-    if parsed.tzinfo is None:
-        raise ApiError(Code.INVALID_FIELD, "set needs a time zone offset or Z.", field="set")
-    return parsed.astimezone(UTC)
 
 
 def _check_year(real: datetime, offset: int, field: str) -> None:

@@ -5,8 +5,6 @@ settings for one test at a time."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,8 @@ import pytest
 import yaml
 
 from models import HttpResponseBackend
-from tests.factories import assert_error, ssh_keygen, tls_upload, x509_certificate
+from tests.creates import CREATES
+from tests.factories import assert_error
 from tunnelgw.core import ids
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.errors import ApiError
@@ -30,73 +29,6 @@ SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").rea
 # event type (so its sources are bounded by the subscriptions' quota); the admin API's fault
 # rules have their own fixed limit (test_admin.py).
 UNCOUNTED = {"event_sources.create", "admin.create_fault"}
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:12]}"
-
-
-_SSH_CAS: dict[str, str] = {}  # account id -> the SSH CA that signs its certificates here
-
-
-def _ssh_user_certificate(client: Any, tmp_path: Path) -> dict[str, Any]:
-    ca = _SSH_CAS.get(client.creds.account_id)
-    if ca is None:
-        made = client.post("/ssh_certificate_authorities", json={"private_key_type": "ed25519"})
-        ca = _SSH_CAS[client.creds.account_id] = made.json()["id"]
-    return {"ssh_certificate_authority_id": ca, "public_key": ssh_keygen(tmp_path, "ed25519")}
-
-
-def _tls_certificate(_client: Any, _tmp_path: Path) -> dict[str, Any]:
-    upload = tls_upload()
-    return {"certificate_pem": upload.chain_pem, "private_key_pem": upload.key_pem}
-
-
-# Per create operation: its path, the kind it counts, and a maker of a new valid body (called
-# with the client and a temporary directory).
-Maker = Callable[[Any, Path], dict[str, Any]]
-CREATES: dict[str, tuple[str, str, Maker]] = {
-    "api_keys.create": ("/api_keys", "api_key", lambda c, t: {}),
-    "http_response_backends.create": (
-        "/backends/http_response",
-        "http_response_backend",
-        lambda c, t: {},
-    ),
-    "certificate_authorities.create": (
-        "/certificate_authorities",
-        "certificate_authority",
-        lambda c, t: {"ca_pem": x509_certificate()},
-    ),
-    "ssh_certificate_authorities.create": (
-        "/ssh_certificate_authorities",
-        "ssh_certificate_authority",
-        lambda c, t: {"private_key_type": "ed25519"},
-    ),
-    "ssh_user_certificates.create": (
-        "/ssh_user_certificates",
-        "ssh_user_certificate",
-        _ssh_user_certificate,
-    ),
-    "reserved_domains.create": (
-        "/reserved_domains",
-        "reserved_domain",
-        lambda c, t: {"name": _unique("quota-")},
-    ),
-    "agent_ingresses.create": (
-        "/agent_ingresses",
-        "agent_ingress",
-        lambda c, t: {"domain": f"{_unique('q')}.example.com"},
-    ),
-    "tls_certificates.create": ("/tls_certificates", "tls_certificate", _tls_certificate),
-    "event_subscriptions.create": ("/event_subscriptions", "event_subscription", lambda c, t: {}),
-    "tunnel_group_backends.create": (
-        "/backends/tunnel_group",
-        "tunnel_group_backend",
-        lambda c, t: {},
-    ),
-    "reserved_addrs.create": ("/reserved_addrs", "reserved_addr", lambda c, t: {}),
-    "tls_edges.create": ("/edges/tls", "edge", lambda c, t: {}),
-}
 
 
 def _creates_in_spec() -> dict[str, dict[str, Any]]:
@@ -115,7 +47,7 @@ def test_every_create_operation_is_counted_and_documents_the_409():
     assert set(creates) == set(CREATES) | UNCOUNTED
     for op_id in CREATES:
         assert "409" in creates[op_id]["responses"], op_id
-    assert {kind for _, kind, _ in CREATES.values()} == QUOTA_KINDS
+    assert {create.kind for create in CREATES.values()} == QUOTA_KINDS
 
 
 @pytest.fixture
@@ -131,22 +63,18 @@ def quota(monkeypatch):
     return set_
 
 
-def _create(client: Any, op_id: str, tmp_path: Path) -> Any:
-    path, _, maker = CREATES[op_id]
-    return client.post(path, json=maker(client, tmp_path))
-
-
 @pytest.mark.parametrize("op_id", sorted(CREATES))
 def test_a_create_past_the_quota_is_refused_and_other_accounts_go_on(
     admin, other, quota, tmp_path, op_id
 ):
-    path, kind, _ = CREATES[op_id]
+    create = CREATES[op_id]
+    path, kind = create.path, create.kind
     already = 1 if kind == "api_key" else 0  # the account's own admin key
     quota(**{kind: already + 2})
-    made = [_create(admin, op_id, tmp_path) for _ in range(2)]
+    made = [create.post(admin, tmp_path) for _ in range(2)]
     assert [r.status_code for r in made] == [201, 201], made[-1].text
 
-    refused = _create(admin, op_id, tmp_path)
+    refused = create.post(admin, tmp_path)
     body = assert_error(refused, 409, "ERR_QUOTA_EXCEEDED")
     assert body["details"]["kind"] == kind
     assert body["details"]["quota"] == str(already + 2)
@@ -154,10 +82,10 @@ def test_a_create_past_the_quota_is_refused_and_other_accounts_go_on(
     assert made[0].json()["id"] in {item["id"] for item in next(iter(listed.values()))}
 
     # Another account has a quota of its own.
-    assert _create(other, op_id, tmp_path).status_code == 201
+    assert create.post(other, tmp_path).status_code == 201
     # Deleting one makes room again.
     assert admin.delete(f"{path}/{made[0].json()['id']}").status_code == 204
-    assert _create(admin, op_id, tmp_path).status_code == 201
+    assert create.post(admin, tmp_path).status_code == 201
 
 
 def test_the_default_quota_holds_for_kinds_not_named(admin, quota):
