@@ -108,3 +108,18 @@ def test_invalid_quotas(quotas, message):
         Settings(quotas=quotas)
     with pytest.raises(ValidationError, match="quota_default"):
         Settings(quota_default=-1)
+
+
+def test_a_chosen_bootstrap_token_must_be_hard_to_guess(monkeypatch):
+    import secrets
+
+    from tunnelgw.core.settings import token_problem
+
+    # Random tokens pass, including the shortest kind (32 hex digits, 128 random bits).
+    for _ in range(2000):
+        assert token_problem(secrets.token_hex(16)) is None
+        assert token_problem(secrets.token_urlsafe(32)) is None
+    monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", "")
+    assert Settings().bootstrap_token is None  # empty is unset: one is generated
+    with pytest.raises(ValidationError, match="the token has 1 characters"):
+        Settings(bootstrap_token="a")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import functools
+import math
 import re
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -40,6 +42,8 @@ class Settings(BaseSettings):
     json_logs: bool = False
     # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
     admin_api: bool = False
+    # The first start's admin token, when the operator chooses it (else one is generated): it
+    # must be hard to guess (`token_problem`); the server refuses to start otherwise.
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
@@ -100,6 +104,19 @@ class Settings(BaseSettings):
             )
         return value.lower()
 
+    @field_validator("bootstrap_token")
+    @classmethod
+    def _chosen_token(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # unset: a token is generated
+        problem = token_problem(value)
+        if problem is not None:
+            raise ValueError(
+                f"{problem}; choose a random one, e.g. the output of "
+                "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        return value
+
     @model_validator(mode="after")
     def _port_range(self) -> Self:
         if self.tcp_port_min > self.tcp_port_max:
@@ -153,6 +170,39 @@ class Settings(BaseSettings):
 _HOST_LABELS = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
+# A token an operator chooses (TUNNELGW_BOOTSTRAP_TOKEN): visible ASCII, 32 to 512 characters
+# (tunnelgw.services.auth.MAX_TOKEN_LENGTH), no repetition of a short part (at least half of
+# its 4-character runs differ: "password" * 4 has 28%) and an estimated entropy (its length
+# times the Shannon entropy of its own characters) of at least 80 bits ("a" * 40: 0). Blind to
+# words and keyboard walks, so no proof of strength; but a random token passes with room to
+# spare (32 random hex digits: 90 bits and 90% at the least of 200,000 drawn).
+MIN_CHOSEN_TOKEN_LENGTH = 32
+MAX_CHOSEN_TOKEN_LENGTH = 512
+MIN_CHOSEN_TOKEN_BITS = 80
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` is not fit to be a chosen admin token, or None when it is."""
+    if not all("!" <= char <= "~" for char in token):
+        return "the token must be visible ASCII characters (no spaces)"
+    if not MIN_CHOSEN_TOKEN_LENGTH <= len(token) <= MAX_CHOSEN_TOKEN_LENGTH:
+        return (
+            f"the token has {len(token)} characters; it needs {MIN_CHOSEN_TOKEN_LENGTH} to "
+            f"{MAX_CHOSEN_TOKEN_LENGTH}"
+        )
+    runs = [token[i : i + 4] for i in range(len(token) - 3)]
+    if len(set(runs)) * 2 < len(runs):
+        return "the token repeats itself (a word or pattern over and over)"
+    counts = collections.Counter(token).values()
+    bits = -sum(n * math.log2(n / len(token)) for n in counts)
+    if bits < MIN_CHOSEN_TOKEN_BITS:
+        return (
+            f"the token is guessable (too few different characters: about {bits:.0f} bits of "
+            f"entropy, {MIN_CHOSEN_TOKEN_BITS} needed)"
+        )
+    return None
+
+
 # The kinds of rows the per-account quotas count (their table names; tunnelgw.services.quotas
 # counts them where the create operations insert them).
 QUOTA_KINDS = frozenset(
