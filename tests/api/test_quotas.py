@@ -145,3 +145,21 @@ def test_concurrent_creates_do_not_pass_the_quota(admin, factory, quota):
     assert sorted(results) == ["ERR_QUOTA_EXCEEDED"] * 9 + ["created"] * 3
     listed = admin.get("/backends/http_response").json()["backends"]
     assert len(listed) == 3
+
+
+def test_fixtures_follow_the_documented_choice(admin, quota):
+    """A fixture's `api:` items go through the create operations and their quotas; the rows
+    it lists directly are not refused, and count afterwards."""
+    quota(tunnel_group_backend=1, http_response_backend=1)
+    direct = {"version": 1, "tunnel_group_backends": [{}, {}, {}]}
+    assert admin.post("/_admin/fixtures", json=direct).status_code == 200
+    assert len(admin.get("/backends/tunnel_group").json()["backends"]) == 3
+    assert_error(admin.post("/backends/tunnel_group", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+    through_api = {"version": 1, "api": {"http_response_backends": [{}, {}]}}
+    body = assert_error(
+        admin.post("/_admin/fixtures", json=through_api), 400, "ERR_INVALID_FIXTURE"
+    )
+    assert "409 ERR_QUOTA_EXCEEDED" in body["msg"]
+    assert body["details"]["written"] == "true"  # the first item, as with any refused item
+    assert len(admin.get("/backends/http_response").json()["backends"]) == 1

@@ -78,12 +78,12 @@ class Settings(BaseSettings):
     seed: Path | None = None
     seed_account: str | None = None
 
-    # Per-account quotas (README: Quotas): how many rows of each kind (QUOTA_KINDS) one account
-    # may hold; a create past it is 409 ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart from
-    # `quota_default`, as comma-separated `kind=N` (setting it replaces its default). High
-    # enough that a test suite never meets them; a runaway script does. Reserved addresses
-    # are a pool every account draws from: 1000 of them leave the rest of a region's
-    # 10000 default ports to the others.
+    # Per-account quotas (README: Configuration): how many rows of each kind (QUOTA_KINDS) one
+    # account may hold; a create past it is 409 ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart
+    # from `quota_default`, as comma-separated `kind=N` (setting it replaces its default). High
+    # enough that a test suite never meets them; a runaway script does. Reserved addresses are
+    # a pool every account draws from: 1000 leave most of a region's 10000 default ports to
+    # the others.
     quota_default: int = Field(default=10000, ge=0, le=1_000_000_000)
     quotas: str = "reserved_addr=1000"
 

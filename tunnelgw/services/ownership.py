@@ -1,15 +1,6 @@
-"""Who may act on owned resources: rows that belong to one principal of their account
-(`owner_id`, models.base.Owned: API keys, and the credentials to come). README: Principals.
-
-- Every principal of the account reads all of the account's owned rows (what they hold in
-  secret, such as a key's token, is shown only when they are created).
-- A non-admin creates rows only for itself (403 `ERR_PERMISSION_DENIED` for another owner)
-  and changes and deletes only the rows it owns (403 `ERR_NOT_OWNER`).
-- An admin creates rows for any principal of its account, and changes and deletes any.
-
-So the rows of an admin (the keys that work as an admin) are changed and deleted by admins
-only: no non-admin can lock the admins out, and an account's last admin key goes only by an
-admin's hand.
+"""Owned resources (models.base.Owned: API keys, the credentials to come): every principal of
+the account reads them; a non-admin creates, changes and deletes only its own; an admin any of
+the account's. So an admin's keys, the account's last one included, go only by an admin's hand.
 """
 
 from __future__ import annotations

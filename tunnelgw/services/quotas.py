@@ -1,12 +1,6 @@
-"""Per-account quotas: how many rows of each kind one account may hold (README: Quotas).
-
-A create operation inserts its counted row with `add(unit, row)`: under the operation's write
-unit the account row is locked (PostgreSQL `FOR NO KEY UPDATE`, so creates of one account
-take turns while inserts that merely reference the account do not wait; SQLite's write unit
-is exclusive anyway), the account's rows of that kind are counted and the row past the quota
-is refused with 409 `ERR_QUOTA_EXCEEDED`. Count and insert commit together: concurrent creates
-cannot pass the quota. The limits are the settings' (`quota_default`, `quotas`).
-"""
+"""Per-account quotas (settings `quota_default`, `quotas`): `add(unit, row)` inserts a counted
+row unless its account holds its kind's quota already (409 `ERR_QUOTA_EXCEEDED`). Count and
+insert commit together, so concurrent creates cannot pass the quota."""
 
 from __future__ import annotations
 
@@ -24,6 +18,9 @@ from tunnelgw.storage import records
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
+# Creates of one account take turns from their count to their commit: on PostgreSQL they lock
+# the account row, `FOR NO KEY UPDATE` so that inserts merely referencing the account (which
+# take `FOR KEY SHARE` on it) do not wait; SQLite's write units are exclusive anyway.
 _LOCK_ACCOUNT = Query(
     select(col(Account.id))
     .where(col(Account.id) == bindparam("account"))
