@@ -461,3 +461,30 @@ def test_json_surrogate_pair_escapes_are_one_character_and_lone_ones_an_error():
     assert doc.data == {"version": 1, "k\U0001f600": "v\U0001f600"}
     with pytest.raises(FixtureError, match=r"f.json:1:21: .*lone UTF-16 surrogate"):
         fixture_schema.parse(b'{"version": 1, "k": "v\\ud83d"}', "f.json")
+
+
+def test_times_are_strict_rfc_3339_and_free_text_is_limited_in_bytes():
+    long_text, long_meta, longest = "é" * 128, "€" * 1366, "é" * 127 + "x"
+    lines = problems(
+        f"""\
+        version: 1
+        tunnels: [{{started_at: "2026-01-01T00:00:00+99:99"}},
+                  {{started_at: "2026-01-01 10:00:00-23:59"}}]
+        application_users: [{{last_login: "2026-01-01T00:00:00+10:60"}}]
+        tunnel_group_backends: [{{description: "{long_text}", metadata: "{long_meta}"}},
+                                {{description: "{longest}"}}]
+        """
+    )
+    assert lines == [
+        "f.yaml:2:24: $.tunnels[0].started_at: '2026-01-01T00:00:00+99:99' is not a valid RFC "
+        "3339 time",
+        "f.yaml:4:34: $.application_users[0].last_login: '2026-01-01T00:00:00+10:60' is not a "
+        "valid RFC 3339 time",
+        "f.yaml:5:39: $.tunnel_group_backends[0].description: is 256 bytes in UTF-8; the limit "
+        "is 255 bytes",
+        "f.yaml:5:181: $.tunnel_group_backends[0].metadata: is 4098 bytes in UTF-8; the limit "
+        "is 4096 bytes",
+    ]
+    parsed = fixture_plan.parse_time("2026-01-01 10:00:00-23:59")
+    assert parsed is not None
+    assert parsed.isoformat() == "2026-01-02T09:59:00+00:00"

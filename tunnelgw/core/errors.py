@@ -67,6 +67,11 @@ class Code(enum.Enum):
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
     PERMISSION_DENIED = (403, "The authenticated principal may not do this.")
+    NOT_OWNER = (
+        403,
+        "Only the principal that owns this resource, or an admin of the account, may change "
+        "or delete it.",
+    )
     # 404 / 405: what is being addressed.
     NOT_FOUND = (404, "No such resource.")
     REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
@@ -81,6 +86,7 @@ class Code(enum.Enum):
     CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
     BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
     NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
+    QUOTA_EXCEEDED = (409, "The account holds as many resources of this kind as it may.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.
