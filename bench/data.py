@@ -66,8 +66,7 @@ def rotating_paths(all_ids: list[str]) -> tuple[str, ...]:
 def cursor_list_paths(list_path: str, get_paths: tuple[str, ...]) -> tuple[str, ...]:
     """`list_path` once per GET path's id as `before_id`, but the lowest tenth of them: the
     ids are spread evenly over the seeded ones (`rotating_paths`), so most pages are full.
-    ~90 pages, more than the 20 of 100 rows a server keeps (tunnelgw.services.rendercache
-    .MAX_PAGE_ROWS), taken in turn: each one is read from the database."""
+    ~90 pages taken in turn, as a client paging through a list does."""
     ids = sorted(path.rsplit("/", 1)[1] for path in get_paths)
     return tuple(f"{list_path}&before_id={id_}" for id_ in ids[len(ids) // 10 :])
 

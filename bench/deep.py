@@ -71,9 +71,9 @@ class Layout:
         return [self.id_of(n) for n in range(start, min(last, start + count) + 1)]
 
 
-# Cursors the deep-paging scenario cycles through: more pages than a server keeps
-# (tunnelgw.services.rendercache.MAX_PAGE_ROWS / PAGE = 20), so every page is read from the database
-# and the figure is the query's, not the page cache's.
+# Cursors the deep-paging scenario cycles through: pages of the middle of the list, so the
+# figure is the keyset query's over the account's rows (and a server that kept pages would
+# not hold them all).
 CURSORS = 200
 
 

@@ -8,7 +8,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlmodel import col
 
 from models import Account, FaultRule
@@ -16,7 +16,7 @@ from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import auth, faults
+from tunnelgw.services import auth, faults, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -115,14 +115,14 @@ async def set_clock(body: Body = None) -> dict[str, Any]:
 
 def _parse(value: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z"))
+        return timefmt.parse_rfc3339(value).astimezone(UTC)
     except ValueError:
         raise ApiError(
-            Code.INVALID_FIELD, f"set {value[:64]!r} is not an RFC 3339 time.", field="set"
+            Code.INVALID_FIELD,
+            f"set {value[:64]!r} is not an RFC 3339 time (such as 2030-01-01T00:00:00Z; an "
+            "offset is -23:59 to +23:59).",
+            field="set",
         ) from None
-    if parsed.tzinfo is None:
-        raise ApiError(Code.INVALID_FIELD, "set needs a time zone offset or Z.", field="set")
-    return parsed.astimezone(UTC)
 
 
 def _check_year(real: datetime, offset: int, field: str) -> None:
@@ -139,20 +139,8 @@ async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = _admin()
     async with db.write() as unit:
-        await unit.get(Account, caller.account_id, lock=True)  # one count at a time
-        count = (
-            await unit.exec(
-                select(func.count())
-                .select_from(FaultRule)
-                .where(col(FaultRule.account_id) == caller.account_id)
-            )
-        ).one()
-        if count >= faults.MAX_RULES:
-            raise ApiError(
-                Code.CONFLICT,
-                f"The account has {faults.MAX_RULES} fault rules, the most it may have; "
-                "clear them first (DELETE /_admin/faults).",
-            )
+        # The same count and lock as the quotas of the API's resources, with a fixed limit.
+        await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
         rule = FaultRule.new(
             id=ids.new_id(FaultRule.PREFIX),
             account_id=caller.account_id,

@@ -14,7 +14,7 @@ from models import AgentIngress
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.rules import certmanagement, hostnames
-from tunnelgw.services import auth, certstore, crud, paging
+from tunnelgw.services import auth, certstore, crud, paging, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -65,7 +65,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
                 f"{domain!r} is already the domain of an agent ingress.",
                 field="domain",
             )
-        unit.add(ingress)
+        await quotas.add(unit, ingress)
     return ingress.to_api(), 201
 
 
@@ -84,7 +84,7 @@ async def list(
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     async with db.write() as unit:
-        row = await crud.get_owned(unit, AgentIngress, auth.caller(), id, lock=True)
+        row = await crud.get_managed(unit, AgentIngress, auth.caller(), id, lock=True)
         now = timefmt.utcnow()
         await certstore.settle_row(unit, row, now)
         crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)

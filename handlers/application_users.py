@@ -12,7 +12,7 @@ from tunnelgw.storage import db
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
-        user = await crud.get_owned(unit, ApplicationUser, caller, id)
+        user = await crud.get_managed(unit, ApplicationUser, caller, id)
         await sign_out(unit, caller.account_id, user.id)
         await unit.delete(user)
     return None, 204

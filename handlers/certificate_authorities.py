@@ -8,7 +8,7 @@ from models import CertificateAuthority
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -37,7 +37,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
-        unit.add(ca)
+        await quotas.add(unit, ca)
     return ca.to_api(), 201
 
 

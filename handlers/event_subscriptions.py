@@ -13,7 +13,7 @@ from models import EventSource, EventSubscription
 from models.event_source import of_subscription
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud, paging
+from tunnelgw.services import auth, crud, paging, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
@@ -56,7 +56,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
     sources = _new_sources(subscription, _types(body))
     async with db.write() as unit:
-        unit.add(subscription)  # inserted before its sources
+        await quotas.add(unit, subscription)  # inserted before its sources
         unit.add_all(sources)
     return subscription.to_api(sources), 201
 
@@ -113,7 +113,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     _check_destinations(body)
     async with db.write() as unit:
-        subscription = await crud.get_owned(unit, EventSubscription, auth.caller(), id, lock=True)
+        subscription = await crud.get_managed(unit, EventSubscription, auth.caller(), id, lock=True)
         crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
         types = _types(body)
         if types:  # [] and null change nothing

@@ -7,7 +7,7 @@ from typing import Any
 from models import HttpResponseBackend
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -47,7 +47,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     _apply(backend, body or {})
     async with db.write() as unit:
-        unit.add(backend)
+        await quotas.add(unit, backend)
     return backend.to_api(), 201
 
 

@@ -13,7 +13,7 @@ from tunnelgw.storage import db
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
     async with db.write() as unit:
         # Locked before the check; a restriction that takes the policy up share-locks it.
-        policy = await crud.get_owned(unit, IpPolicy, auth.caller(), id, lock=True)
+        policy = await crud.get_managed(unit, IpPolicy, auth.caller(), id, lock=True)
         users = await restrictions_using(unit, policy.id)
         if users:
             raise ApiError(

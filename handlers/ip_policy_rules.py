@@ -10,7 +10,7 @@ from models import IpPolicy, IpPolicyRule
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -38,7 +38,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         await crud.get_reference(
             unit, IpPolicy, caller, body["ip_policy_id"], "ip_policy_id", lock="share"
         )
-        unit.add(rule)
+        await quotas.add(unit, rule)
     return rule.to_api(), 201
 
 

@@ -16,7 +16,7 @@ from sqlmodel import col
 from models import Account, IpPolicy, IpRestriction, IpRestrictionPolicy
 from models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED, policies_of
 from tunnelgw.core import ids
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -92,7 +92,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     policy_ids = builtins.list(body["ip_policy_ids"])
     async with db.write() as unit:
         account = await _account(unit, caller)
-        unit.add(restriction)
+        await quotas.add(unit, restriction)
         await unit.flush()  # before its policy rows, which name it
         await _link(unit, caller, restriction, policy_ids)
         await _summarize(unit, account, restriction)
@@ -110,7 +110,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
         account = await _account(unit, caller)
-        restriction = await crud.get_owned(unit, IpRestriction, caller, id, lock=True)
+        restriction = await crud.get_managed(unit, IpRestriction, caller, id, lock=True)
         crud.apply_patch(restriction, body, crud.DESCRIBED_FIELDS)
         if body.get("enforced") is not None:
             restriction.enforced = body["enforced"]
@@ -125,7 +125,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     caller = auth.caller()
     async with db.write() as unit:
         account = await _account(unit, caller)
-        await unit.delete(await crud.get_owned(unit, IpRestriction, caller, id))
+        await unit.delete(await crud.get_managed(unit, IpRestriction, caller, id))
         await _summarize(unit, account, None)
     return None, 204
 

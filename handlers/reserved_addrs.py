@@ -9,7 +9,7 @@ from models import ReservedAddr
 from models.reserved_addr import free_port
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -39,7 +39,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         )
         crud.apply_patch(addr, body, crud.DESCRIBED_FIELDS)
         # A concurrent reservation of the same port loses on the unique index (409).
-        unit.add(addr)
+        await quotas.add(unit, addr)
     return addr.to_api(), 201
 
 

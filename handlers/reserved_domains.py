@@ -14,7 +14,7 @@ from tunnelgw.core import ids, timefmt
 from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.rules import certmanagement, reserved_names
-from tunnelgw.services import auth, certstore, crud, paging
+from tunnelgw.services import auth, certstore, crud, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -76,7 +76,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         if cert_id is not None:
             await _certificate(unit, caller, cert_id)
             row.certificate_id = cert_id
-        unit.add(row)
+        await quotas.add(unit, row)
     return row.to_api(), 201
 
 
@@ -96,7 +96,7 @@ async def list(
 
 async def _locked(unit: Unit, caller: Caller, id_: str) -> ReservedDomain:
     """The caller's row `id_`, locked for this write unit and settled to now; 404 else."""
-    row = await crud.get_owned(unit, ReservedDomain, caller, id_, lock=True)
+    row = await crud.get_managed(unit, ReservedDomain, caller, id_, lock=True)
     await certstore.settle_row(unit, row, timefmt.utcnow())
     return row
 

@@ -14,7 +14,7 @@ from models.ssh_user_certificate import has_unexpired
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -47,7 +47,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
-        unit.add(ca)
+        await quotas.add(unit, ca)
     return ca.to_api(), 201
 
 
@@ -56,7 +56,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
         # no certificate is signed between the check and the delete.
-        ca = await crud.get_owned(unit, SshCertificateAuthority, caller, id, lock=True)
+        ca = await crud.get_managed(unit, SshCertificateAuthority, caller, id, lock=True)
         if await has_unexpired(unit, ca.id, timefmt.utcnow()):
             raise ApiError(
                 Code.SSH_CA_IN_USE,

@@ -13,7 +13,7 @@ from models import SshCertificateAuthority, SshUserCertificate
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -101,7 +101,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         cert.certificate = await asyncio.to_thread(
             ssh.sign_user_certificate, _private_key(ca), user_key.key, request
         )
-        unit.add(cert)
+        await quotas.add(unit, cert)
     return cert.to_api(), 201
 
 

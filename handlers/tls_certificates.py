@@ -14,7 +14,7 @@ from models.tls_certificate import certificate_columns
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -46,7 +46,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     crud.apply_patch(cert, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
-        unit.add(cert)
+        await quotas.add(unit, cert)
     return cert.to_api(), 201
 
 
@@ -54,7 +54,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Locked before the check; attaching a certificate share-locks it, so no domain can
         # take it up between the check and the delete.
-        cert = await crud.get_owned(unit, TlsCertificate, auth.caller(), id, lock=True)
+        cert = await crud.get_managed(unit, TlsCertificate, auth.caller(), id, lock=True)
         if await uses_certificate(unit, cert.id):
             raise ApiError(
                 Code.CERTIFICATE_IN_USE,

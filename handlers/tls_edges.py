@@ -9,7 +9,7 @@ from typing import Any
 from models import Edge
 from models.edge import KIND_PREFIXES
 from tunnelgw.core import ids
-from tunnelgw.services import auth, crud, edges, paging
+from tunnelgw.services import auth, crud, edges, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -29,7 +29,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     edge = Edge.new(id=ids.new_id(KIND_PREFIXES["tls"]), account_id=caller.account_id, kind="tls")
     async with db.write() as unit:
         await _apply(unit, caller, edge, body or {})
-        unit.add(edge)
+        await quotas.add(unit, edge)
     return edge.to_api(), 201
 
 

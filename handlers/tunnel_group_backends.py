@@ -14,7 +14,7 @@ from models.tunnel_group_backend import in_use
 from models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, crud
+from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
@@ -29,7 +29,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
-        unit.add(backend)
+        await quotas.add(unit, backend)
         tunnels = await regroup_backend(unit, backend)
     return backend.to_api(tunnels), 201
 
@@ -51,7 +51,7 @@ async def _with_tunnels(
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     async with db.write() as unit:
-        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        backend = await crud.get_managed(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
         crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
         if body.get("labels"):  # {} and null change nothing
             backend.labels = dict(body["labels"])
@@ -65,7 +65,7 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
     async with db.write() as unit:
         # Locked before the check, so no module can name it between the check and the delete
         # (the modules share-lock the backend they name).
-        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
+        backend = await crud.get_managed(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
         if await in_use(unit, backend.id):
             raise ApiError(
                 Code.BACKEND_IN_USE,

@@ -7,16 +7,15 @@ from typing import Any, ClassVar
 from sqlalchemy import Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
+from models.base import DescribedResource, Owned
 
 
-class ApiKey(DescribedResource, table=True):
+class ApiKey(DescribedResource, Owned, table=True):
     __tablename__ = "api_key"
     __table_args__ = (Index("ix_api_key_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ak"
     PATH: ClassVar[str] = "/api_keys"
 
-    owner_id: str = id_field(foreign_key="principal.id", ondelete="CASCADE", index=True)
     token_hash: str = Field(max_length=64, unique=True)
 
     def to_api(self, token: str | None = None) -> dict[str, Any]:

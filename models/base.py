@@ -71,6 +71,13 @@ class Described(SQLModel):
     meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})
 
 
+class Owned(SQLModel):
+    """The owner of a resource that belongs to one principal of its account (API keys; the
+    credentials to come): who may change or delete it is tunnelgw.services.ownership's rule."""
+
+    owner_id: str = id_field(foreign_key="principal.id", ondelete="CASCADE", index=True)
+
+
 class DescribedResource(AccountScoped, Described):
     """An account-scoped resource with description and metadata."""
 

@@ -132,9 +132,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from pydantic import ValidationError
+
     args = _parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
-    return run(args)
+    try:
+        return run(args)
+    except ValidationError as exc:  # a setting the server refuses: say which and why
+        for error in exc.errors():
+            loc = "_".join(map(str, error["loc"])).upper()
+            name = f"TUNNELGW_{loc}" if loc else "settings"
+            message = error["msg"].removeprefix("Value error, ")
+            print(f"tunnelgw: {name}: {message}", file=sys.stderr)
+        return 2
 
 
 def _settings() -> Settings:
@@ -146,7 +156,7 @@ def _with_database(work: Callable[[Database], Awaitable[Any]], *, isolated: bool
     forked child when `isolated`: see tunnelgw.schema.migrate.upgrade)."""
 
     settings = _settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url(), isolated=isolated)
 
     return db.run_with(settings.resolved_database_url(), work)
@@ -158,7 +168,7 @@ def _print(data: dict[str, Any]) -> None:
 
 def _migrate(_args: argparse.Namespace) -> int:
     settings = _settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     revision = migrate.upgrade(settings.resolved_database_url())
     print(f"schema is up to date (revision {revision})")
     return 0
@@ -206,14 +216,7 @@ def _serve(args: argparse.Namespace) -> int:
     _prepare_kek(settings)
     base = settings.resolved_public_url() or f"http://{settings.host}:{settings.port}"
     if created is not None:
-        print(
-            "tunnelgw: created the first account with an admin API key.\n"
-            f"  account {created.account_id}, admin user {created.principal_id}\n"
-            f"  token (shown once): {created.token}\n"
-            f"  try: curl -H 'Authorization: Bearer {created.token}' "
-            f"-H 'Service-Version: 2' {base}/api_keys",
-            flush=True,
-        )
+        _print_bootstrap(created, base, chosen=settings.bootstrap_token is not None)
     elif settings.id_seed:
         print(
             "tunnelgw: warning: --deterministic-ids on a database that already has accounts: "
@@ -248,6 +251,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_bootstrap(created: accounts.Credentials, base: str, *, chosen: bool) -> None:
+    """The first start's banner. A generated token is shown this once; a token the operator
+    chose (TUNNELGW_BOOTSTRAP_TOKEN) is never written to the log: they have it already."""
+    token = "$TUNNELGW_BOOTSTRAP_TOKEN" if chosen else created.token
+    shown = "the one TUNNELGW_BOOTSTRAP_TOKEN sets" if chosen else f"(shown once): {created.token}"
+    print(
+        "tunnelgw: created the first account with an admin API key.\n"
+        f"  account {created.account_id}, admin user {created.principal_id}\n"
+        f"  token {shown}\n"
+        f'  try: curl -H "Authorization: Bearer {token}" '
+        f"-H 'Service-Version: 2' {base}/api_keys",
+        flush=True,
+    )
+
+
 def _load_fixture(settings: Settings, path: Path, account: str | None, *, once: bool) -> int:
     """Load a fixture file and print its summary (JSON); 2 and the problems on stderr if the
     file is refused."""
@@ -277,7 +295,7 @@ def _load_fixture(settings: Settings, path: Path, account: str | None, *, once: 
 
 def _seed(args: argparse.Namespace) -> int:
     settings = _settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url())
     _prepare_kek(settings)
     return _load_fixture(settings, args.file, args.account, once=args.once)

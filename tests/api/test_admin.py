@@ -342,7 +342,7 @@ def test_an_account_has_at_most_100_rules(admin):
     assert_error(
         admin.post("/_admin/faults", json={"operation": "api_keys.get", "latency_ms": 0}),
         409,
-        "ERR_CONFLICT",
+        "ERR_QUOTA_EXCEEDED",
     )
     assert len(admin.get("/_admin/faults").json()["faults"]) == 100
 

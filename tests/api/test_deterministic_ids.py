@@ -173,7 +173,13 @@ def _serve_once(data_dir: Path, seed: str, polls: int) -> dict[str, Any]:
     """A real `tunnelgw serve --deterministic-ids` (the CLI seeds, bootstraps, then the app
     continues the sequence) on a fresh data dir; `polls` extra readiness checks first."""
     data_dir.mkdir()
-    server = Server(data_dir, None, "tgw_fixed", workers=1, env={"TUNNELGW_ID_SEED": seed})
+    server = Server(
+        data_dir,
+        None,
+        "tgw_fixed_3VqP8sLk2Wn7Xc4Hd9Rb6Ty1Mz5Gf0Ja",
+        workers=1,
+        env={"TUNNELGW_ID_SEED": seed},
+    )
     server.start()
     try:
         with httpx.Client(base_url=server.base, headers=server.headers(), timeout=30) as client:

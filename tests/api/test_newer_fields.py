@@ -318,7 +318,7 @@ def test_endpoint_stored_fields_and_refs(admin, factory):
 
 def test_http_response_backend_headers_stay_null_when_empty(admin):
     """The API document says "null when none"; where it speaks it wins over the client's
-    model (README: Client libraries)."""
+    model (docs/using-the-api.md: where the API document is silent)."""
     created = admin.post("/backends/http_response", json={"body": "b", "headers": {}}).json()
     assert created["headers"] is None
     assert admin.get(f"/backends/http_response/{created['id']}").json()["headers"] is None

@@ -792,27 +792,26 @@ def test_plugin_reset_clock_and_faults(kit, tmp_path):
     assert "5 passed" in report, report
 
 
-def _readme_example() -> str:
-    """The complete test file of the README's "Testing your code against tunnelgw"."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Testing your code against tunnelgw") :]
+def _documented_example() -> str:
+    """The complete test file of docs/testing-your-code.md."""
+    section = (ROOT / "docs" / "testing-your-code.md").read_text()
     section = section[section.index("A complete test file") :]
     start = section.index("```python\n") + len("```python\n")
     return section[start : section.index("```\n", start)]
 
 
-def test_the_readme_example_is_a_test_file():
-    example = _readme_example()
+def test_the_documented_example_is_a_test_file():
+    example = _documented_example()
     compile(example, "test_reservations.py", "exec")
     assert "def test_" in example
 
 
 @needs_admin_api
-def test_the_readme_example_passes(kit, tmp_path):
+def test_the_documented_example_passes(kit, tmp_path):
     folder = tmp_path / "suite"
     folder.mkdir()
     (folder / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
-    (folder / "test_reservations.py").write_text(_readme_example())
+    (folder / "test_reservations.py").write_text(_documented_example())
     done = kit.pytest(folder)
     report = done.stdout + done.stderr
     assert done.returncode == 0, report

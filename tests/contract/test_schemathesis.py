@@ -68,7 +68,7 @@ def _live_server(
     with no traceback in its log."""
     data_dir = tmp_path_factory.mktemp(name)
     database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
-    # Servers on one database share one key-encryption key (README: Configuration): on a
+    # Servers on one database share one key-encryption key (docs/configuration.md): on a
     # shared test database the API tests' server may have made the issuing CA already.
     kek = keys.encode_kek(keys.load_or_create_kek(settings))
     srv = Server(

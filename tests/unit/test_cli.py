@@ -112,6 +112,9 @@ def test_bootstrap_only_on_an_empty_database(tmp_path):
     assert admin.is_admin
 
 
+BOOT_TOKEN = "tgw_boot_Jq3vX9mR2kLp7wZt4nYb8cHs1dFg6aE0"
+
+
 def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys):
     seen: dict = {}
 
@@ -127,7 +130,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     # would keep capsys's stream, closed after this test).
     configured: list[dict] = []
     monkeypatch.setattr(logging.config, "dictConfig", configured.append)
-    monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", "boot-token")
+    monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", BOOT_TOKEN)
     for var in {*cli.SERVE_FLAGS.values(), "PROMETHEUS_MULTIPROC_DIR"} - {"TUNNELGW_DATA_DIR"}:
         monkeypatch.setenv(var, "")  # recorded, so what serve exports is undone afterwards
         monkeypatch.delenv(var)
@@ -154,7 +157,10 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert os.environ["TUNNELGW_VERSION_HEADER_ALIASES"] == "A-Version,b-version"
     assert os.environ["TUNNELGW_DATABASE_POOL_SIZE"] == "7"
     out = capsys.readouterr().out
-    assert "boot-token" in out
+    # A token the operator chose is never written out (a generated one is, once).
+    assert BOOT_TOKEN not in out
+    assert "token the one TUNNELGW_BOOTSTRAP_TOKEN sets" in out
+    assert 'curl -H "Authorization: Bearer $TUNNELGW_BOOTSTRAP_TOKEN"' in out
     assert "http://example.test/api_keys" in out
     assert seen["port"] == 9123
     assert seen["workers"] == 2
@@ -168,7 +174,7 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
     assert (data_dir / "prometheus").is_dir()
     # Restarting does not bootstrap again.
     assert cli.main(["serve", "--port", "9123"]) == 0
-    assert "boot-token" not in capsys.readouterr().out
+    assert "created the first account" not in capsys.readouterr().out
 
 
 # Fixtures: seed, reset, serve --seed.
@@ -361,3 +367,49 @@ def test_serve_stops_when_the_database_cannot_be_migrated(data_dir, monkeypatch,
     assert cli.main(["serve"]) == 1
     assert "could not be migrated: OperationalError: disk I/O error" in capsys.readouterr().err
     assert calls == []  # uvicorn never started
+
+
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("a", "has 1 characters; it needs 32 to 512"),
+        ("boot-token", "has 10 characters"),
+        ("x" * 513, "has 513 characters"),
+        ("a" * 40, "repeats itself"),
+        ("password" * 4, "repeats itself"),
+        # Three letters, never the same four in a row twice (a de Bruijn sequence).
+        (
+            "aaaabaaacaabbaabcaacbaaccababacabbbabbca",
+            "is guessable (too few different characters: about 58 bits",
+        ),
+        ("tgw_boot_Jq3vX9mR2kLp7wZt4nYb8cHs1dFg6aé", "must be visible ASCII"),
+        ("tgw_boot_Jq3vX9mR2kLp7wZt 4nYb8cHs1dFg6a", "must be visible ASCII"),
+    ],
+)
+def test_a_guessable_bootstrap_token_is_refused_at_start(data_dir, monkeypatch, capsys, token, why):
+    calls = _isolate_serve_env(monkeypatch)
+    monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", token)
+    assert cli.main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert f"tunnelgw: TUNNELGW_BOOTSTRAP_TOKEN: the token {why}" in err
+    assert "secrets.token_urlsafe(32)" in err
+    assert len(token) < 8 or token not in err  # not echoed either
+    assert calls == []  # no server
+    assert not (data_dir / "tunnelgw.db").exists()  # nothing made
+
+
+def test_a_generated_token_is_shown_once_and_data_files_are_private(tmp_path, monkeypatch, capsys):
+    data_dir = tmp_path / "new" / "data"
+    calls = _isolate_serve_env(monkeypatch)
+    monkeypatch.setenv("TUNNELGW_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("TUNNELGW_DATABASE_URL", raising=False)
+    monkeypatch.delenv("TUNNELGW_BOOTSTRAP_TOKEN", raising=False)
+    assert cli.main(["serve"]) == 0
+    assert len(calls) == 1
+    out = capsys.readouterr().out
+    token = out.split("token (shown once): ")[1].split()[0]
+    assert f'curl -H "Authorization: Bearer {token}"' in out
+    # The data directory it made, the database and the key file: the owner's alone.
+    assert data_dir.stat().st_mode & 0o777 == 0o700
+    for name in ("tunnelgw.db", "tunnelgw.db.migrate.lock", "key-encryption-key"):
+        assert (data_dir / name).stat().st_mode & 0o777 == 0o600, name

@@ -220,6 +220,13 @@ def test_validity_normalises_offsets_and_fractions():
     assert after == datetime(2026, 11, 21, 10, 11, 14, tzinfo=UTC)
     assert until == datetime(2026, 11, 22, tzinfo=UTC)
     assert ssh.parse_instant("1969-12-31T19:00:00-05:00", "x") == ssh.EARLIEST
+    # The widest offsets there are.
+    assert ssh.parse_instant("2026-01-01T00:00:00+23:59", "x") == datetime(
+        2025, 12, 31, 0, 1, tzinfo=UTC
+    )
+    assert ssh.parse_instant("2026-01-01T00:00:00-23:59", "x") == datetime(
+        2026, 1, 1, 23, 59, tzinfo=UTC
+    )
 
 
 def test_default_end_stops_at_the_end_of_9999():
@@ -256,6 +263,13 @@ def test_invalid_validity(after, until, field):
         "0000-01-01T00:00:00Z",
         "2026-11-21T10:11:14Z\n",
         "٢٠٢٦-11-21T10:11:14Z",
+        # Offsets are -23:59..+23:59 (RFC 3339's time-numoffset).
+        "2026-01-01T00:00:00+99:99",
+        "2026-01-01T00:00:00+24:00",
+        "2026-01-01T00:00:00-24:00",
+        "2026-01-01T00:00:00+23:60",
+        "2026-01-01T00:00:00+10:99",
+        "2026-01-01T00:00:00+0100",
     ],
 )
 def test_malformed_times(text):

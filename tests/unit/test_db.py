@@ -211,3 +211,38 @@ def test_a_literal_percent_in_a_compiled_statement_is_kept(url):  # noqa: F811
         return found.all()
 
     assert _run(url, scenario) == [("acct_p1",)]
+
+
+def test_sqlite_files_are_the_owners_alone(tmp_path, caplog):
+    """The database, its -wal and -shm (the mode SQLite gives them is the database file's),
+    made by the migration or by the server, whatever the umask; a database file others may
+    read is reported."""
+    import os
+
+    old_umask = os.umask(0o022)
+    try:
+        for name, prepare in (("migrated.db", migrate.upgrade), ("served.db", lambda url: None)):
+            path = tmp_path / name
+            url = f"sqlite:///{path}"
+            prepare(url)
+
+            async def scenario(database: Database, path=path) -> dict[str, int]:
+                async with database.write() as unit:
+                    await unit.exec(text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+                    await unit.exec(text("INSERT INTO t VALUES (1)"))
+                suffixes = ("", "-wal", "-shm")  # while the connections are open
+                return {s: os.stat(f"{path}{s}").st_mode & 0o777 for s in suffixes}
+
+            assert _run(url, scenario) == {"": 0o600, "-wal": 0o600, "-shm": 0o600}, name
+    finally:
+        os.umask(old_umask)
+    loose = tmp_path / "loose.db"
+    sqlite3.connect(loose).close()
+    loose.chmod(0o644)
+
+    async def read(database: Database) -> None:
+        async with database.read() as unit:
+            await unit.exec(text("SELECT 1"))
+
+    _run(f"sqlite:///{loose}", read)
+    assert "loose.db is readable by other users; chmod 600 it" in caplog.text

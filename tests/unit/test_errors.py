@@ -1,4 +1,4 @@
-"""The error catalog: one list, kept equal in the code, the spec and the README."""
+"""The error catalog: one list, kept equal in the code, the spec and docs/errors.md."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def test_catalog_equals_spec_enum():
     assert enum == [code.error_code for code in catalog()]
 
 
-def test_catalog_equals_readme_table():
-    readme = (ROOT / "README.md").read_text()
-    rows = re.findall(r"^\| `(ERR_[A-Z_]+)` \| (\d{3}) \|", readme, flags=re.M)
+def test_catalog_equals_docs_table():
+    page = (ROOT / "docs" / "errors.md").read_text()
+    rows = re.findall(r"^\| `(ERR_[A-Z_]+)` \| (\d{3}) \|", page, flags=re.M)
     assert rows == [(code.error_code, str(code.status)) for code in catalog()]
 
 

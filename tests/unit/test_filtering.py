@@ -307,6 +307,8 @@ def test_a_page_of_items(capfd: pytest.CaptureFixture[str]) -> None:
         ('obj.principals.exists(p, p == "a")', Code.FILTER_SYNTAX, 16),
         ("time.now > obj.created_at", Code.FILTER_SYNTAX, 1),
         ('timestamp("2026-11-21") < obj.created_at', Code.FILTER_SYNTAX, 11),
+        ('timestamp("2026-11-21T00:00:00+99:99") < obj.created_at', Code.FILTER_SYNTAX, 11),
+        ('timestamp("2026-11-21T00:00:00+00:60") < obj.created_at', Code.FILTER_SYNTAX, 11),
         ('obj.created_at > timestamp(time.now).subtract("7 days")', Code.FILTER_SYNTAX, 47),
         ('obj.created_at > timestamp(time.now).subtract("")', Code.FILTER_SYNTAX, 47),
         ("obj.created_at > timestamp(time.now).subtract(obj.id)", Code.FILTER_SYNTAX, 47),

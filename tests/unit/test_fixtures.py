@@ -18,6 +18,7 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.settings import Settings
 from tunnelgw.core.spec import load as load_spec
 from tunnelgw.fixtures import FixtureError, loader
+from tunnelgw.fixtures import kinds as fixture_kinds
 from tunnelgw.fixtures import plan as fixture_plan
 from tunnelgw.fixtures import rows as fixture_rows
 from tunnelgw.fixtures import schema as fixture_schema
@@ -270,14 +271,16 @@ def test_other_item_rules():
 
 def test_api_sections_need_the_create_operation():
     spec = load_spec()
-    missing = [s for s, (path, _) in fixture_plan.API_SECTIONS.items() if path not in spec["paths"]]
+    missing = [
+        s for s, (path, _) in fixture_kinds.API_SECTIONS.items() if path not in spec["paths"]
+    ]
     doc = fixture_schema.parse(b"version: 1\napi:\n  bogus_section: []\n", "f.yaml")
     assert [str(i) for i in fixture_schema.validate(doc)] == [
         "f.yaml:3:3: $.api.bogus_section: unknown key 'bogus_section'"
     ]
-    text = "version: 1\napi:\n" + "".join(f"  {s}: [{{}}]\n" for s in fixture_plan.API_SECTIONS)
+    text = "version: 1\napi:\n" + "".join(f"  {s}: [{{}}]\n" for s in fixture_kinds.API_SECTIONS)
     plan = fixture_plan.build(fixture_schema.parse(text.encode(), "f.yaml"), {"paths": {}})
-    assert len(plan.issues) == len(fixture_plan.API_SECTIONS)
+    assert len(plan.issues) == len(fixture_kinds.API_SECTIONS)
     assert "this server has no POST /reserved_domains" in str(plan.issues[0])
     if missing:
         assert fixture_plan.build(fixture_schema.parse(text.encode(), "f"), spec).issues
@@ -303,13 +306,13 @@ def test_the_example_file_is_valid():
     sections = {item.section for item in plan.items}
     # Every kind the API cannot create has a direct item, every kind it can an api item.
     read_only = {"tunnels", "endpoint_configurations", "edges", "edge_routes"}
-    assert sections >= {*read_only, *fixture_plan.PHASE3}
-    assert {f"api.{s}" for s in fixture_plan.API_SECTIONS} <= sections
-    assert set(fixture_plan.PHASE1) - read_only <= set(fixture_plan.API_SECTIONS)
+    assert sections >= {*read_only, *fixture_kinds.PHASE3}
+    assert {f"api.{s}" for s in fixture_kinds.API_SECTIONS} <= sections
+    assert set(fixture_kinds.PHASE1) - read_only <= set(fixture_kinds.API_SECTIONS)
 
 
 def _api_paths() -> list[tuple[str, str]]:
-    return list(fixture_plan.API_SECTIONS.values())
+    return list(fixture_kinds.API_SECTIONS.values())
 
 
 # A bad file writes nothing, even when the file's problem is found against the database.
@@ -461,3 +464,30 @@ def test_json_surrogate_pair_escapes_are_one_character_and_lone_ones_an_error():
     assert doc.data == {"version": 1, "k\U0001f600": "v\U0001f600"}
     with pytest.raises(FixtureError, match=r"f.json:1:21: .*lone UTF-16 surrogate"):
         fixture_schema.parse(b'{"version": 1, "k": "v\\ud83d"}', "f.json")
+
+
+def test_times_are_strict_rfc_3339_and_free_text_is_limited_in_bytes():
+    long_text, long_meta, longest = "é" * 128, "€" * 1366, "é" * 127 + "x"
+    lines = problems(
+        f"""\
+        version: 1
+        tunnels: [{{started_at: "2026-01-01T00:00:00+99:99"}},
+                  {{started_at: "2026-01-01 10:00:00-23:59"}}]
+        application_users: [{{last_login: "2026-01-01T00:00:00+10:60"}}]
+        tunnel_group_backends: [{{description: "{long_text}", metadata: "{long_meta}"}},
+                                {{description: "{longest}"}}]
+        """
+    )
+    assert lines == [
+        "f.yaml:2:24: $.tunnels[0].started_at: '2026-01-01T00:00:00+99:99' is not a valid RFC "
+        "3339 time",
+        "f.yaml:4:34: $.application_users[0].last_login: '2026-01-01T00:00:00+10:60' is not a "
+        "valid RFC 3339 time",
+        "f.yaml:5:39: $.tunnel_group_backends[0].description: is 256 bytes in UTF-8; the limit "
+        "is 255 bytes",
+        "f.yaml:5:181: $.tunnel_group_backends[0].metadata: is 4098 bytes in UTF-8; the limit "
+        "is 4096 bytes",
+    ]
+    parsed = fixture_plan.parse_time("2026-01-01 10:00:00-23:59")
+    assert parsed is not None
+    assert parsed.isoformat() == "2026-01-02T09:59:00+00:00"

@@ -84,3 +84,48 @@ def test_trusted_proxies_are_addresses_or_networks():
     assert Settings(trusted_proxies="127.0.0.1, 10.0.0.0/8,::1").trusted_proxies
     with pytest.raises(ValidationError, match="not an IP address or network"):
         Settings(trusted_proxies="127.0.0.1, proxy.example.com")
+
+
+def test_quotas(monkeypatch):
+    settings = Settings()
+    assert (settings.quota("api_key"), settings.quota("reserved_addr")) == (10000, 1000)
+    monkeypatch.setenv("TUNNELGW_QUOTA_DEFAULT", "7")
+    monkeypatch.setenv("TUNNELGW_QUOTAS", " api_key = 3 ,edge=0,, ")
+    settings = Settings()
+    assert (settings.quota("api_key"), settings.quota("edge")) == (3, 0)
+    # Setting the variable replaces its default: reserved addresses fall to the default.
+    assert settings.quota("reserved_addr") == settings.quota("tls_certificate") == 7
+
+
+@pytest.mark.parametrize(
+    ("quotas", "message"),
+    [
+        ("api_keys=3", "'api_keys' is not a kind of resource with a quota"),
+        ("tunnel=3", "not a kind"),
+        ("api_key", "write api_key=N"),
+        ("api_key=-1", "write api_key=N"),
+        ("api_key=1e3", "write api_key=N"),
+        ("api_key=١٢", "write api_key=N"),  # digits, but not ASCII ones
+        ("api_key=1000000001", "0..1000000000"),
+    ],
+)
+def test_invalid_quotas(quotas, message):
+    with pytest.raises(ValidationError, match=message):
+        Settings(quotas=quotas)
+    with pytest.raises(ValidationError, match="quota_default"):
+        Settings(quota_default=-1)
+
+
+def test_a_chosen_bootstrap_token_must_be_hard_to_guess(monkeypatch):
+    import secrets
+
+    from tunnelgw.core.settings import token_problem
+
+    # Random tokens pass, including the shortest kind (32 hex digits, 128 random bits).
+    for _ in range(2000):
+        assert token_problem(secrets.token_hex(16)) is None
+        assert token_problem(secrets.token_urlsafe(32)) is None
+    monkeypatch.setenv("TUNNELGW_BOOTSTRAP_TOKEN", "")
+    assert Settings().bootstrap_token is None  # empty is unset: one is generated
+    with pytest.raises(ValidationError, match="the token has 1 characters"):
+        Settings(bootstrap_token="a")

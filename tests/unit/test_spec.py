@@ -179,3 +179,57 @@ def test_nothing_is_written_without_bytecode_writing(spec_copy, monkeypatch):
     monkeypatch.setattr("sys.dont_write_bytecode", True)
     assert app.load() == SPEC
     assert not (spec_copy.parent / "__pycache__").exists()
+
+
+# The limits of free text on every resource that has it (the API document's section 8, which
+# the platform applies to every resource): tunnelgw.http.validation enforces `x-max-bytes` on
+# the top-level properties of a request body.
+TEXT_LIMITS = {"description": 255, "metadata": 4096}
+
+
+def _resolve(node):
+    while isinstance(node, dict) and "$ref" in node:
+        node = SPEC["components"]["schemas"][node["$ref"].rpartition("/")[2]]
+    return node
+
+
+def _named_properties(node, depth=0, seen=None):
+    """(depth, name, property schema) of every property of `node` and the schemas within it
+    (objects, items, alternatives), depth 0 being the body's own properties."""
+    seen = set() if seen is None else seen
+    node = _resolve(node)
+    if not isinstance(node, dict) or id(node) in seen:
+        return
+    seen.add(id(node))
+    for name, prop in node.get("properties", {}).items():
+        yield depth, name, _resolve(prop)
+        yield from _named_properties(prop, depth + 1, seen)
+    for key in ("anyOf", "oneOf", "allOf"):
+        for alternative in node.get(key, []):
+            yield from _named_properties(alternative, depth, seen)
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(node.get(key), dict):
+            yield from _named_properties(node[key], depth + 1, seen)
+
+
+def _request_bodies():
+    for path, method, op in OPERATIONS:
+        content = op.get("requestBody", {}).get("content", {})
+        if "application/json" in content:
+            yield f"{method} {path}", content["application/json"]["schema"]
+
+
+def test_every_description_and_metadata_a_client_sends_carries_its_byte_limit():
+    """The next resource cannot forget the limits: every request body's `description` and
+    `metadata` are top-level strings with `x-max-bytes` 255 and 4096 (and maxLength, which
+    tools without our extension read)."""
+    described = 0
+    for where, schema in _request_bodies():
+        for depth, name, prop in _named_properties(schema):
+            if name not in TEXT_LIMITS or prop.get("type") != "string":
+                continue
+            described += 1
+            assert depth == 0, f"{where}: {name} is nested; x-max-bytes is enforced on top level"
+            assert prop.get("x-max-bytes") == TEXT_LIMITS[name], (where, name)
+            assert prop.get("maxLength") == TEXT_LIMITS[name], (where, name)
+    assert described >= 48  # 12 resources, create and update each, description and metadata

@@ -1,6 +1,6 @@
 """One error type and one catalog: every failure the API reports is an `ApiError`.
 
-The catalog is the single list of error codes; `openapi.yaml` and the README list the same
+The catalog is the single list of error codes; `openapi.yaml` and docs/errors.md list the same
 codes and a test keeps the three in step.
 """
 
@@ -68,6 +68,11 @@ class Code(enum.Enum):
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")
     PERMISSION_DENIED = (403, "The authenticated principal may not do this.")
+    NOT_OWNER = (
+        403,
+        "Only the principal that owns this resource, or an admin of the account, may change "
+        "or delete it.",
+    )
     IP_RESTRICTED = (
         403,
         "An enforced IP restriction of the account does not allow requests from this address.",
@@ -86,6 +91,7 @@ class Code(enum.Enum):
     CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
     BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
     NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
+    QUOTA_EXCEEDED = (409, "The account holds as many resources of this kind as it may.")
     IP_POLICY_IN_USE = (
         409,
         "An IP restriction uses the IP policy; take it out of the restriction first.",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
+import functools
 import ipaddress
+import math
 import re
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -13,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    """Every setting of the server; see the README's configuration table."""
+    """Every setting of the server; see docs/configuration.md."""
 
     model_config = SettingsConfigDict(env_prefix="TUNNELGW_", extra="ignore")
 
@@ -24,7 +27,7 @@ class Settings(BaseSettings):
     database_url: str | None = None
     # PostgreSQL connections per worker, opened on demand from one: a request holds one from
     # its credential check to the end of its handler, and requests beyond it wait in the pool
-    # (README: Configuration).
+    # (docs/configuration.md).
     database_pool_size: int = Field(
         default=32, ge=1, le=1000
     )  # = tunnelgw.storage.db.POOL_MAX_SIZE
@@ -40,11 +43,13 @@ class Settings(BaseSettings):
     json_logs: bool = False
     # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
     admin_api: bool = False
+    # The first start's admin token, when the operator chooses it (else one is generated): it
+    # must be hard to guess (`token_problem`); the server refuses to start otherwise.
     bootstrap_token: str | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
 
-    # Reserved domains and agent ingresses (see the README's "Domains" section).
+    # Reserved domains and agent ingresses (docs/behaviour.md).
     # A reserved name without a dot is `<name>.<shared_domain>`.
     shared_domain: str = "tunnelgw.test"
     # Custom domains get `cname_target` `<random>.<cname_suffix>`; wildcard custom domains get
@@ -63,7 +68,7 @@ class Settings(BaseSettings):
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
 
     # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
-    # port a free one of tcp_port_min..tcp_port_max (see the README's "Reserved addresses").
+    # port a free one of tcp_port_min..tcp_port_max (docs/behaviour.md).
     tcp_host_pattern: str = "{region}.tcp"
     tcp_port_min: int = Field(default=20000, ge=1, le=65535)
     tcp_port_max: int = Field(default=29999, ge=1, le=65535)
@@ -74,13 +79,22 @@ class Settings(BaseSettings):
     # the peer's address.
     trusted_proxies: str = ""
 
-    # Fixtures (see the README's "Fixtures" section): a file `tunnelgw serve` loads at start,
+    # Fixtures (docs/fixtures.md): a file `tunnelgw serve` loads at start,
     # once per (account, SHA-256 of the file); the account defaults to the oldest one with an
     # admin principal.
     seed: Path | None = None
     seed_account: str | None = None
 
-    # Deterministic runs (see the README): repeatable ids and tokens from this seed, per
+    # Per-account quotas (docs/configuration.md): how many rows of each kind (QUOTA_KINDS) one
+    # account may hold; a create past it is 409 ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart
+    # from `quota_default`, as comma-separated `kind=N` (setting it replaces its default). High
+    # enough that a test suite never meets them; a runaway script does. Reserved addresses are
+    # a pool every account draws from: 1000 leave most of a region's 10000 default ports to
+    # the others.
+    quota_default: int = Field(default=10000, ge=0, le=1_000_000_000)
+    quotas: str = "reserved_addr=1000"
+
+    # Deterministic runs (docs/fixtures.md): repeatable ids and tokens from this seed, per
     # process (tunnelgw.core.ids); `serve` refuses it with several workers.
     id_seed: str | None = None
 
@@ -97,11 +111,34 @@ class Settings(BaseSettings):
             )
         return value.lower()
 
+    @field_validator("bootstrap_token")
+    @classmethod
+    def _chosen_token(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # unset: a token is generated
+        problem = token_problem(value)
+        if problem is not None:
+            raise ValueError(
+                f"{problem}; choose a random one, e.g. the output of "
+                "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        return value
+
     @model_validator(mode="after")
     def _port_range(self) -> Self:
         if self.tcp_port_min > self.tcp_port_max:
             raise ValueError("tcp_port_min must not be greater than tcp_port_max")
         return self
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, value: str) -> str:
+        parse_quotas(value)
+        return value
+
+    def quota(self, kind: str) -> int:
+        """How many rows of `kind` (one of QUOTA_KINDS) one account may hold."""
+        return parse_quotas(self.quotas).get(kind, self.quota_default)
 
     def tcp_host(self, region: str) -> str:
         """The host of the reserved TCP addresses of `region`."""
@@ -151,6 +188,80 @@ class Settings(BaseSettings):
 _HOST_LABELS = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
+# A token an operator chooses (TUNNELGW_BOOTSTRAP_TOKEN): visible ASCII, 32 to 512 characters
+# (tunnelgw.services.auth.MAX_TOKEN_LENGTH), no repetition of a short part (at least half of
+# its 4-character runs differ: "password" * 4 has 28%) and an estimated entropy (its length
+# times the Shannon entropy of its own characters) of at least 80 bits ("a" * 40: 0). Blind to
+# words and keyboard walks, so no proof of strength; but a random token passes with room to
+# spare (32 random hex digits: 90 bits and 90% at the least of 200,000 drawn).
+MIN_CHOSEN_TOKEN_LENGTH = 32
+MAX_CHOSEN_TOKEN_LENGTH = 512
+MIN_CHOSEN_TOKEN_BITS = 80
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` is not fit to be a chosen admin token, or None when it is."""
+    if not all("!" <= char <= "~" for char in token):
+        return "the token must be visible ASCII characters (no spaces)"
+    if not MIN_CHOSEN_TOKEN_LENGTH <= len(token) <= MAX_CHOSEN_TOKEN_LENGTH:
+        return (
+            f"the token has {len(token)} characters; it needs {MIN_CHOSEN_TOKEN_LENGTH} to "
+            f"{MAX_CHOSEN_TOKEN_LENGTH}"
+        )
+    runs = [token[i : i + 4] for i in range(len(token) - 3)]
+    if len(set(runs)) * 2 < len(runs):
+        return "the token repeats itself (a word or pattern over and over)"
+    counts = collections.Counter(token).values()
+    bits = -sum(n * math.log2(n / len(token)) for n in counts)
+    if bits < MIN_CHOSEN_TOKEN_BITS:
+        return (
+            f"the token is guessable (too few different characters: about {bits:.0f} bits of "
+            f"entropy, {MIN_CHOSEN_TOKEN_BITS} needed)"
+        )
+    return None
+
+
+# The kinds of rows the per-account quotas count (their table names; tunnelgw.services.quotas
+# counts them where the create operations insert them).
+QUOTA_KINDS = frozenset(
+    {
+        "agent_ingress",
+        "api_key",
+        "certificate_authority",
+        "edge",
+        "event_subscription",
+        "http_response_backend",
+        "ip_policy",
+        "ip_policy_rule",
+        "ip_restriction",
+        "reserved_addr",
+        "reserved_domain",
+        "ssh_certificate_authority",
+        "ssh_user_certificate",
+        "tls_certificate",
+        "tunnel_group_backend",
+    }
+)
+
+
+@functools.cache
+def parse_quotas(value: str) -> dict[str, int]:
+    """The per-kind quotas of a `quotas` setting (`kind=N,...`); ValueError names what is
+    wrong (an unknown kind, a number that is not 0..1000000000)."""
+    found: dict[str, int] = {}
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        kind, sep, number = (piece.strip() for piece in part.partition("="))
+        if kind not in QUOTA_KINDS:
+            known = ", ".join(sorted(QUOTA_KINDS))
+            raise ValueError(f"{kind!r} is not a kind of resource with a quota ({known})")
+        if not sep or not number.isascii() or not number.isdigit() or int(number) > 10**9:
+            raise ValueError(f"{part.strip()!r}: write {kind}=N, N a whole number 0..1000000000")
+        found[kind] = int(number)
+    return found
+
+
 # An HTTP header name (RFC 9110 token).
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 

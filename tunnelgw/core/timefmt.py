@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 # The simulated clock of the account the current request runs for (the admin API's
 # `POST /_admin/clock`): set by authentication from the account row, so every worker of a
@@ -38,3 +39,31 @@ def rfc3339(value: datetime) -> str:
 
 def rfc3339_or_none(value: datetime | None) -> str | None:
     return None if value is None else rfc3339(value)
+
+
+# RFC 3339 `date-time` (its section 5.6): `T` between date and time, seconds, an optional
+# fraction, then `Z` or an offset. Hours, minutes and seconds are range-checked by datetime.
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:[Zz]|([+-])(\d\d):(\d\d))",
+    re.ASCII,
+)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """`text`, an RFC 3339 date-time, as an aware datetime in its own offset (microseconds at
+    most). Raises ValueError for anything else: another ISO 8601 form, an impossible date or
+    time (`02-30`, `24:00`, a leap second `:60`), an offset beyond -23:59..+23:59."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{text[:64]!r} is not an RFC 3339 date-time")
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    fraction, sign, offset_hours, offset_minutes = match.groups()[6:]
+    zone = UTC
+    if sign is not None:
+        hours, minutes = int(offset_hours), int(offset_minutes)
+        if hours > 23 or minutes > 59:
+            raise ValueError(f"{text[:64]!r}: an offset is -23:59 to +23:59")
+        span = timedelta(hours=hours, minutes=minutes)
+        zone = timezone(-span if sign == "-" else span)
+    micro = int(fraction[:6].ljust(6, "0")) if fraction else 0
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=zone)

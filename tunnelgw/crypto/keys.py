@@ -81,7 +81,7 @@ def load_or_create_kek(settings: Settings) -> bytes:
 
 def _create(path: Path) -> None:
     """Write a new KEK to `path` (mode 0600) unless another process just did."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kek-")  # mode 0600
     try:
         with os.fdopen(fd, "w", encoding="ascii") as fh:

@@ -9,7 +9,6 @@ raises `CryptoError`.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,7 +17,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from tunnelgw.core import ids
+from tunnelgw.core import ids, timefmt
 from tunnelgw.crypto import CryptoError, Rule
 
 CaPrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -54,10 +53,6 @@ DEFAULT_VALIDITY = timedelta(hours=24)
 # SSH times are unsigned seconds since 1970; RFC 3339 ends at year 9999.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))",
-    re.ASCII,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,21 +215,18 @@ def parse_instant(text: str, field: str) -> datetime:
 
     Raises CryptoError: INVALID_FIELD if malformed, INVALID_VALIDITY outside 1970..9999.
     """
-    match = _RFC3339.fullmatch(text)
     try:
-        if match is None:
-            raise ValueError(text)
-        year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-        local = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+        parsed = timefmt.parse_rfc3339(text)
     except ValueError:
         raise CryptoError(
-            Rule.INVALID_FIELD, f"{field} is not an RFC 3339 date-time.", field=field
+            Rule.INVALID_FIELD,
+            f"{field} is not an RFC 3339 date-time (such as 2026-11-21T10:11:14Z; an offset is "
+            "-23:59 to +23:59).",
+            field=field,
         ) from None
-    sign, hours, minutes = match.groups()[6:]
-    offset = timedelta(hours=int(hours or 0), minutes=int(minutes or 0))
     instant: datetime | None
     try:
-        instant = local - offset if sign == "+" else local + offset
+        instant = parsed.astimezone(UTC).replace(microsecond=0)
     except OverflowError:  # before year 1 or after year 9999 in UTC
         instant = None
     if instant is None or not EARLIEST <= instant <= LATEST:

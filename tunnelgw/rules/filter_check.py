@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tunnelgw.core import timefmt
 from tunnelgw.core.errors import ApiError, Code
 
 # cel-rust is imported by the functions that use it: a server that never filters a list does
@@ -36,9 +37,6 @@ _TOKEN = re.compile(
     re.X | re.ASCII,
 )
 # ASCII digits only: Python's \d and int() also take other scripts' digits.
-_RFC3339 = re.compile(
-    r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[Zz]|[+-]\d\d:\d\d)", re.ASCII
-)
 _DURATION = re.compile(r"(?:(\d{1,6})d)?(?:(\d{1,8})h)?(?:(\d{1,10})m)?(?:(\d{1,12})s)?", re.ASCII)
 _RELATIONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in"})
 _ORDERED = frozenset({"string", "number", "timestamp"})
@@ -68,9 +66,10 @@ def parse_duration(text: str) -> timedelta | None:
 
 
 def parse_timestamp(text: str) -> datetime | None:
-    """An RFC 3339 date-time as an aware datetime; None if it is not one."""
+    """An RFC 3339 date-time as an aware datetime; None if it is not one (offsets are
+    -23:59..+23:59: tunnelgw.core.timefmt.parse_rfc3339)."""
     try:
-        return datetime.fromisoformat(text) if _RFC3339.fullmatch(text) else None
+        return timefmt.parse_rfc3339(text)
     except ValueError:
         return None
 

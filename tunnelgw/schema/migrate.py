@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
 
+from tunnelgw.storage.connections import PRIVATE_FILE_MODE, private_sqlite_file
 from tunnelgw.storage.db import Database, run_with
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -92,7 +93,9 @@ def _sqlite_lock(url: str) -> Iterator[None]:
         yield
         return
     lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
-    with lock_path.open("w") as lock:
+    private_sqlite_file(database)  # before Alembic's connection makes it
+    descriptor = os.open(lock_path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE_MODE)
+    with os.fdopen(descriptor, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

@@ -11,10 +11,10 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
 
-from models.base import AccountScoped
+from models.base import AccountScoped, Owned
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.services import auth, listing, paging, rendercache
+from tunnelgw.services import auth, listing, ownership, paging, quotas, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
@@ -43,6 +43,18 @@ async def get_owned(
     row = await _of_caller(unit, model, caller, id_, lock)
     if row is None:
         raise ApiError(Code.NOT_FOUND, f"No {model.__name__} with id {id_!r}.", id=id_)
+    return row
+
+
+async def get_managed(
+    unit: Unit, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
+) -> R:
+    """The row `id_` of the caller's account that the caller is about to change or delete:
+    `get_owned`, and for an owned model (models.base.Owned) the ownership rule
+    (tunnelgw.services.ownership: ApiError(403 ERR_NOT_OWNER))."""
+    row = await get_owned(unit, model, caller, id_, lock=lock)
+    if issubclass(model, Owned):
+        ownership.check_may_change(caller, row)
     return row
 
 
@@ -78,8 +90,9 @@ def _taken_query(column: Any) -> Query:
 
 
 async def delete_owned(unit: Unit, model: type[R], caller: Caller, id_: str) -> None:
-    """Delete the row `id_` of the caller's account; ApiError(404) if there is none."""
-    await unit.delete(await get_owned(unit, model, caller, id_))
+    """Delete the row `id_` of the caller's account; ApiError(404) if there is none, 403 if
+    the caller may not (`get_managed`)."""
+    await unit.delete(await get_managed(unit, model, caller, id_))
 
 
 def apply_patch(row: Any, body: Mapping[str, Any], fields: Mapping[str, str]) -> None:
@@ -170,9 +183,10 @@ async def _cached_page(
 
 
 async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:
-    """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape."""
+    """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape (404, or
+    403 when the caller may not change it: `get_managed`)."""
     async with db.write() as unit:
-        row = await get_owned(unit, model, auth.caller(), id_)
+        row = await get_managed(unit, model, auth.caller(), id_)
         change(row)
     return row.to_api()
 
@@ -191,7 +205,8 @@ async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
 
 class Resource(Generic[R]):
     """The operations a plain account-scoped collection shares, declared once by its handler
-    module (`get, list, update, delete = Resource(Model, "key").operations(...)`):
+    module (`resource = Resource(Model, "key")`, then `get, list = resource.get,
+    resource.list`, ...):
 
     - `create`: a new row of the caller's account with the body's `fields` set;
     - `get`: the caller's row by id (404 for an unknown id or another account's);
@@ -222,7 +237,7 @@ class Resource(Generic[R]):
         row = model.new(id=ids.new_id(model.PREFIX), account_id=auth.caller().account_id)
         apply_patch(row, body or {}, self.fields)
         async with db.write() as unit:
-            unit.add(row)
+            await quotas.add(unit, row)
         return row.to_api(), 201
 
     async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name

@@ -4,6 +4,9 @@ constraint violation (409 `ERR_CONFLICT`) or a busy SQLite database (503)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +14,26 @@ from typing import Any
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.storage import records
 from tunnelgw.storage.statements import numbered, returns_rows
+
+log = logging.getLogger("tunnelgw")
+
+# The database holds token hashes and wrapped private keys: readable by its owner only, like
+# the key-encryption key file. SQLite gives the -wal and -shm files it makes the database
+# file's mode (whatever the umask).
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_sqlite_file(path: str) -> None:
+    """Create the SQLite database file `path` with mode 0600 unless it exists (then warn if
+    other users may read it); nothing for an in-memory database."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
+        return
+    if os.stat(path).st_mode & 0o077:
+        log.warning("%s is readable by other users; chmod 600 it (and its -wal, -shm)", path)
+
 
 SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=5000", "synchronous=NORMAL", "foreign_keys=ON")
 # Prepared statements each PostgreSQL connection keeps (asyncpg's default is 100; the API's

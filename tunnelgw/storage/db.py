@@ -42,6 +42,7 @@ from tunnelgw.storage.connections import (
     configure_pg,
     conflict_or,
     keep_session,
+    private_sqlite_file,
 )
 from tunnelgw.storage.unit import Unit
 
@@ -82,6 +83,7 @@ class Database:
 
     def _sqlite(self, *, writer: bool) -> SqliteConnection:
         if self._writer is None:
+            private_sqlite_file(self._path)
             self._writer = SqliteConnection(self._connect(query_only=False))
             memory = self._path in ("", ":memory:")
             self._reader = self._writer if memory else SqliteConnection(self._connect(True))

@@ -1,5 +1,4 @@
-"""Test helpers: a real tunnelgw server for test suites (README: "Testing your code against
-tunnelgw").
+"""Test helpers: a real tunnelgw server for test suites (docs/testing-your-code.md).
 
 - `TunnelgwServer`: a context manager starting `tunnelgw serve` in its own process on a free
   port of 127.0.0.1, with the admin API on: `base_url`, `token`, `account_id`, `headers`,

@@ -1,0 +1,165 @@
+"""Per-account quotas (tunnelgw.services.quotas): every create operation of the API counts the
+account's rows of its kind and refuses the one past the quota (409 ERR_QUOTA_EXCEEDED); other
+accounts are unaffected; deleting makes room. The quotas here are set on the test app's
+settings for one test at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from models import HttpResponseBackend
+from tests.creates import CREATES
+from tests.factories import assert_error
+from tunnelgw.core import ids
+from tunnelgw.core import settings as settings_module
+from tunnelgw.core.errors import ApiError
+from tunnelgw.core.settings import QUOTA_KINDS
+from tunnelgw.services import quotas
+from tunnelgw.storage import db
+
+pytestmark = pytest.mark.inprocess  # sets the serving app's settings
+
+SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+
+# Creates that are not counted, and why: an event subscription has at most one source per
+# event type (so its sources are bounded by the subscriptions' quota); the admin API's fault
+# rules have their own fixed limit (test_admin.py).
+UNCOUNTED = {"event_sources.create", "admin.create_fault"}
+
+
+def _creates_in_spec() -> dict[str, dict[str, Any]]:
+    return {
+        op["operationId"]: op
+        for item in SPEC["paths"].values()
+        for method, op in item.items()
+        if method == "post" and "201" in op.get("responses", {})
+    }
+
+
+def test_every_create_operation_is_counted_and_documents_the_409():
+    """A new create operation fails here until it is counted (CREATES) or exempted with its
+    reason (UNCOUNTED), and until its spec documents the 409."""
+    creates = _creates_in_spec()
+    assert set(creates) == set(CREATES) | UNCOUNTED
+    for op_id in CREATES:
+        assert "409" in creates[op_id]["responses"], op_id
+    assert {create.kind for create in CREATES.values()} == QUOTA_KINDS
+
+
+@pytest.fixture
+def quota(monkeypatch):
+    """Set the serving app's quotas for this test: `quota(kind=n, ...)`, `quota(default=n)`."""
+
+    def set_(default: int | None = None, **kinds: int) -> None:
+        current = settings_module.current()
+        if default is not None:
+            monkeypatch.setattr(current, "quota_default", default)
+        monkeypatch.setattr(current, "quotas", ",".join(f"{k}={n}" for k, n in kinds.items()))
+
+    return set_
+
+
+@pytest.mark.parametrize("op_id", sorted(CREATES))
+def test_a_create_past_the_quota_is_refused_and_other_accounts_go_on(
+    admin, other, quota, tmp_path, op_id
+):
+    create = CREATES[op_id]
+    path, kind = create.path, create.kind
+    already = 1 if kind == "api_key" else 0  # the account's own admin key
+    quota(**{kind: already + 2})
+    made = [create.post(admin, tmp_path) for _ in range(2)]
+    assert [r.status_code for r in made] == [201, 201], made[-1].text
+
+    refused = create.post(admin, tmp_path)
+    body = assert_error(refused, 409, "ERR_QUOTA_EXCEEDED")
+    assert body["details"]["kind"] == kind
+    assert body["details"]["quota"] == str(already + 2)
+    listed = admin.get(path).json()
+    assert made[0].json()["id"] in {item["id"] for item in next(iter(listed.values()))}
+
+    # Another account has a quota of its own.
+    assert create.post(other, tmp_path).status_code == 201
+    # Deleting one makes room again.
+    assert admin.delete(f"{path}/{made[0].json()['id']}").status_code == 204
+    assert create.post(admin, tmp_path).status_code == 201
+
+
+def test_the_default_quota_holds_for_kinds_not_named(admin, quota):
+    quota(default=1, reserved_addr=3)
+    assert admin.post("/backends/http_response", json={}).status_code == 201
+    assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
+    assert [admin.post("/reserved_addrs", json={}).status_code for _ in range(3)] == [201] * 3
+    assert_error(admin.post("/reserved_addrs", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+
+def test_a_quota_of_zero_refuses_every_create_and_a_refused_create_writes_nothing(admin, quota):
+    quota(event_subscription=0)
+    assert_error(
+        admin.post("/event_subscriptions", json={"sources": [{"type": "ip_policy_created.v0"}]}),
+        409,
+        "ERR_QUOTA_EXCEEDED",
+    )
+    assert admin.get("/event_subscriptions").json()["event_subscriptions"] == []
+
+
+def test_rows_made_outside_the_create_operations_count(admin, factory, quota):
+    """Rows a fixture writes directly are not refused, but they count: the next create past
+    the quota is."""
+    for _ in range(2):
+        factory.row(HttpResponseBackend, admin.creds.account_id, status_code=200)
+    quota(http_response_backend=2)
+    assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+
+def test_concurrent_creates_do_not_pass_the_quota(admin, factory, quota):
+    """Creates of one account racing in separate units of work (on PostgreSQL, separate
+    connections): exactly `quota` of them get in."""
+    import asyncio
+
+    quota(http_response_backend=3)
+    account = admin.creds.account_id
+    settings = settings_module.current()
+
+    async def create() -> str:
+        token = settings_module.activate(settings)
+        row = HttpResponseBackend.new(
+            id=ids.new_id(HttpResponseBackend.PREFIX), account_id=account, status_code=200
+        )
+        try:
+            async with db.write() as unit:
+                await quotas.add(unit, row)
+            return "created"
+        except ApiError as exc:
+            return exc.code.error_code
+        finally:
+            settings_module.deactivate(token)
+
+    async def race() -> list[str]:
+        return list(await asyncio.gather(*(create() for _ in range(12))))
+
+    results = factory._run(race)
+    assert sorted(results) == ["ERR_QUOTA_EXCEEDED"] * 9 + ["created"] * 3
+    listed = admin.get("/backends/http_response").json()["backends"]
+    assert len(listed) == 3
+
+
+def test_fixtures_follow_the_documented_choice(admin, quota):
+    """A fixture's `api:` items go through the create operations and their quotas; the rows
+    it lists directly are not refused, and count afterwards."""
+    quota(tunnel_group_backend=1, http_response_backend=1)
+    direct = {"version": 1, "tunnel_group_backends": [{}, {}, {}]}
+    assert admin.post("/_admin/fixtures", json=direct).status_code == 200
+    assert len(admin.get("/backends/tunnel_group").json()["backends"]) == 3
+    assert_error(admin.post("/backends/tunnel_group", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+    through_api = {"version": 1, "api": {"http_response_backends": [{}, {}]}}
+    body = assert_error(
+        admin.post("/_admin/fixtures", json=through_api), 400, "ERR_INVALID_FIXTURE"
+    )
+    assert "409 ERR_QUOTA_EXCEEDED" in body["msg"]
+    assert body["details"]["written"] == "true"  # the first item, as with any refused item
+    assert len(admin.get("/backends/http_response").json()["backends"]) == 1

@@ -1,0 +1,86 @@
+"""Per-account quotas (settings `quota_default`, `quotas`): `add(unit, row)` inserts a counted
+row unless its account holds its kind's quota already (409 `ERR_QUOTA_EXCEEDED`). Count and
+insert commit together, so concurrent creates cannot pass the quota."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sqlalchemy import bindparam, func, literal, select
+from sqlmodel import col
+
+from models import Account
+from models.base import AccountScoped
+from tunnelgw.core import settings
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.storage import records
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
+
+# Creates of one account take turns from their count to their commit: on PostgreSQL they lock
+# the account row, `FOR NO KEY UPDATE` so that inserts merely referencing the account (which
+# take `FOR KEY SHARE` on it) do not wait; SQLite's write units are exclusive anyway.
+_LOCK_ACCOUNT = Query(
+    select(col(Account.id))
+    .where(col(Account.id) == bindparam("account"))
+    .with_for_update(key_share=True)  # FOR NO KEY UPDATE
+)
+
+
+@functools.cache
+def _count(model: type[AccountScoped]) -> Query:
+    """How many rows of `model` the account has, counted up to `cap` (the cost of a count
+    stays bounded by the quota, on the account's index)."""
+    capped = (
+        select(literal(1))
+        .select_from(model)
+        .where(col(model.account_id) == bindparam("account"))
+        .limit(bindparam("cap"))
+        .subquery()
+    )
+    return Query(select(func.count()).select_from(capped))
+
+
+def kind_of(model: type[AccountScoped]) -> str:
+    """The kind name of `model` in the quota settings (its table name)."""
+    name: str = model.__tablename__  # type: ignore[assignment]
+    return name
+
+
+async def admit(
+    unit: Unit,
+    model: type[AccountScoped],
+    account_id: str,
+    *,
+    limit: int | None = None,
+) -> None:
+    """Let one more row of `model` into the account, or raise ApiError(409
+    ERR_QUOTA_EXCEEDED) when it holds `limit` (default: the settings' quota of its kind)
+    already. Holds the account's lock to the end of the write unit `unit`."""
+    kind = kind_of(model)
+    quota = settings.current().quota(kind) if limit is None else limit
+    if unit.dialect == "postgresql":
+        await unit.exec(_LOCK_ACCOUNT, {"account": account_id})
+    held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()
+    if held >= quota:
+        where = (
+            " (the server's quota: TUNNELGW_QUOTA_DEFAULT, TUNNELGW_QUOTAS)"
+            if limit is None
+            else ""
+        )
+        raise ApiError(
+            Code.QUOTA_EXCEEDED,
+            f"The account holds {quota} {kind} rows, the most it may{where}; delete some first.",
+            kind=kind,
+            quota=str(quota),
+        )
+
+
+async def add(unit: Unit, row: Any) -> None:
+    """Insert `row` (an account-scoped row) at the write unit's next flush, once `admit` lets
+    it into its account: how create operations insert the rows the quotas count."""
+    model = records.model_of(row)
+    assert issubclass(model, AccountScoped)  # counted rows belong to an account
+    await admit(unit, model, row.account_id)
+    unit.add(row)
