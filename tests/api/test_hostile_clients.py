@@ -420,3 +420,35 @@ def test_a_trailing_slash_is_404_never_a_redirect_from_host(factory, path):
     response = anonymous.get(path, headers={"Host": "evil.example"})
     assert_error(response, 404, "ERR_ROUTE_NOT_FOUND")
     assert "location" not in response.headers
+
+
+@pytest.mark.inprocess
+def test_the_app_answers_a_stalled_body_408_before_the_credential_check(tmp_path):
+    """The body deadline of tunnelgw.http.middleware, in-process (no database is touched: the
+    body is due before the credentials are looked up)."""
+    import asyncio
+
+    from tunnelgw.core.settings import Settings
+    from tunnelgw.http.app import create_app
+
+    app = create_app(Settings(data_dir=tmp_path, body_timeout_seconds=0.2))
+
+    async def stalled_body() -> Any:
+        yield b'{"descrip'
+        await asyncio.sleep(10)
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.post(
+                "/api_keys",
+                content=stalled_body(),
+                headers={"Service-Version": "2", "Content-Type": "application/json"},
+            )
+
+    started = time.monotonic()
+    response = asyncio.run(call())
+    assert time.monotonic() - started < 5
+    error = assert_error(response, 408, "ERR_REQUEST_TIMEOUT")
+    assert error["msg"] == "The request body did not arrive within 0.2 seconds."
+    assert response.headers["connection"] == "close"

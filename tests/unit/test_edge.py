@@ -43,6 +43,9 @@ class Transport(asyncio.Transport):
     def write_eof(self) -> None:
         self.eof = True
 
+    def can_write_eof(self) -> bool:
+        return True
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 5000), "sockname": ("127.0.0.1", 8080)}.get(name, default)
 
@@ -306,6 +309,7 @@ def test_a_large_pipelined_head_during_a_response_only_closes():
 
     async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
         protocol.data_received(b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b?" + b"q" * 2048)
+        protocol.data_received(b"q" * 2048)
         assert transport.closed
         assert transport.written == b""
 

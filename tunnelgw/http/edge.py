@@ -53,8 +53,8 @@ class EdgeProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.limits = limits
         self._state = IDLE
-        self._head_bytes = 0  # received while in a head (bounds what httptools buffers)
-        self._head_size = 0  # of the request line and header fields parsed so far
+        # Received while in a head: bounds what httptools buffers of an unfinished head.
+        self._head_bytes = 0
         self._timer: TimerHandle | None = None
         self._refusal: ApiError | None = None
 
@@ -93,17 +93,12 @@ class EdgeProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._state = HEAD
-        self._head_size = 0
-
-    def on_url(self, url: bytes) -> None:
-        self._count(len(url))
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value) + 4)
-        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
+        limit = self.limits.max_header_bytes
+        if self._head_bytes > limit and self._head_size() > limit:
+            self._refusal = self._too_large()
+            raise self._refusal  # stops the parser: data_received answers
         self._disarm()
         self._state = BODY
         self._head_bytes = 0
@@ -119,11 +114,10 @@ class EdgeProtocol(HttpToolsProtocol):
         super()._start_asgi_task(cycle, _over_capacity if app is service_unavailable else app)
 
     # Limits
-    def _count(self, size: int) -> None:
-        self._head_size += size
-        if self._head_size > self.limits.max_header_bytes:
-            self._refusal = self._too_large()
-            raise self._refusal  # stops the parser: data_received answers
+    def _head_size(self) -> int:
+        """The request line and header fields as received (the bytes received may hold more:
+        the body, or the end of the request before)."""
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def _too_large(self) -> ApiError:
         limit = self.limits.max_header_bytes
@@ -175,7 +169,8 @@ class EdgeProtocol(HttpToolsProtocol):
         # the answer: half-close, drop what still arrives for a while, then close.
         self._state = REFUSED
         self.flow.resume_reading()
-        self.transport.write_eof()
+        if self.transport.can_write_eof():  # TCP; not TLS
+            self.transport.write_eof()
         self._timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
 
