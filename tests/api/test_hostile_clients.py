@@ -422,6 +422,26 @@ def test_a_trailing_slash_is_404_never_a_redirect_from_host(factory, path):
     assert "location" not in response.headers
 
 
+def test_the_body_is_received_before_the_credentials_are_checked(factory):
+    """Order of checks: a body that streams past the limit is 413 before the credentials are
+    looked up (the request holds no database connection while its body arrives); the
+    version header still comes first."""
+    from tests.conftest import MAX_BODY_BYTES
+
+    def oversize() -> Iterator[bytes]:
+        yield b'{"description": "'
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
+            yield b"x" * 1024
+        yield b'"}'
+
+    anonymous = factory.client(None)
+    response = anonymous.post("/api_keys", content=oversize())
+    assert_error(response, 413, "ERR_BODY_TOO_LARGE")
+    response = anonymous.post("/api_keys", content=oversize(), version=None)
+    assert_error(response, 400, "ERR_VERSION_HEADER_MISSING")
+    assert_error(anonymous.post("/api_keys", json={}), 401, "ERR_AUTHENTICATION_REQUIRED")
+
+
 @pytest.mark.inprocess
 def test_the_app_answers_a_stalled_body_408_before_the_credential_check(tmp_path):
     """The body deadline of tunnelgw.http.middleware, in-process (no database is touched: the
