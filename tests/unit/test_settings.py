@@ -78,3 +78,20 @@ def test_database_pool_size(monkeypatch):
         monkeypatch.setenv("TUNNELGW_DATABASE_POOL_SIZE", bad)
         with pytest.raises(ValidationError, match="database_pool_size"):
             Settings()
+
+
+def test_http_edge_limits(monkeypatch):
+    settings = Settings()
+    assert (settings.header_timeout_seconds, settings.body_timeout_seconds) == (10.0, 60.0)
+    assert (settings.max_header_bytes, settings.max_connections) == (16384, 1000)
+    monkeypatch.setenv("TUNNELGW_HEADER_TIMEOUT_SECONDS", "0.5")
+    monkeypatch.setenv("TUNNELGW_MAX_HEADER_BYTES", "4096")
+    assert (Settings().header_timeout_seconds, Settings().max_header_bytes) == (0.5, 4096)
+    for name, value in [
+        ("header_timeout_seconds", 0),
+        ("body_timeout_seconds", -1),
+        ("max_header_bytes", 100),  # not even a request line with an Authorization header
+        ("max_connections", 0),
+    ]:
+        with pytest.raises(ValidationError):
+            Settings(**{name: value})
