@@ -74,7 +74,7 @@ class Code(enum.Enum):
     BACKEND_MODULE_NOT_SET = (404, "The TLS edge has no backend module.")
     ROUTE_NOT_FOUND = (404, "No such route.")
     METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
-    # 408 / 409 / 413 / 415 / 431: the request cannot be taken as it is.
+    # 408 / 409 / 413 / 415: the request cannot be taken as it is.
     REQUEST_TIMEOUT = (408, "The request did not arrive in time.")
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
@@ -85,9 +85,10 @@ class Code(enum.Enum):
     NO_FREE_ADDRESS = (409, "Every TCP address of the configured port range is reserved.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
-    HEADERS_TOO_LARGE = (431, "The request line and headers are larger than the server accepts.")
     # 429: only ever injected by a fault rule of the admin API.
     RATE_LIMITED = (429, "Too many requests; retry later.")
+    # 431: refused by the HTTP protocol before routing (tunnelgw.http.edge).
+    HEADERS_TOO_LARGE = (431, "The request line and headers are larger than the server accepts.")
     # 5xx: our fault.
     INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
     SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")
