@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging.config
 import os
@@ -40,6 +41,10 @@ SERVE_FLAGS = {
     "data_dir": "TUNNELGW_DATA_DIR",
     "max_body_bytes": "TUNNELGW_MAX_BODY_BYTES",
     "keep_alive_seconds": "TUNNELGW_KEEP_ALIVE_SECONDS",
+    "header_timeout_seconds": "TUNNELGW_HEADER_TIMEOUT_SECONDS",
+    "body_timeout_seconds": "TUNNELGW_BODY_TIMEOUT_SECONDS",
+    "max_header_bytes": "TUNNELGW_MAX_HEADER_BYTES",
+    "max_connections": "TUNNELGW_MAX_CONNECTIONS",
     "log_level": "TUNNELGW_LOG_LEVEL",
     "version_header_alias": "TUNNELGW_VERSION_HEADER_ALIASES",
     "seed": "TUNNELGW_SEED",
@@ -65,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help="directory for the SQLite file (default ./tunnelgw-data)")
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (default 1048576)")
     serve.add_argument("--keep-alive-seconds", type=int, help="idle keep-alive (default 75)")
+    serve.add_argument(
+        "--header-timeout-seconds", type=float, help="time to send a request's head (default 10)"
+    )
+    serve.add_argument(
+        "--body-timeout-seconds", type=float, help="time to send a request's body (default 60)"
+    )
+    serve.add_argument(
+        "--max-header-bytes", type=int, help="request line and headers limit (default 16384)"
+    )
+    serve.add_argument(
+        "--max-connections", type=int, help="connections per worker, 503 beyond (default 1000)"
+    )
     serve.add_argument("--log-level", help="debug, info, warning, error")
     serve.add_argument(
         "--version-header-alias",
@@ -233,12 +250,23 @@ def _serve(args: argparse.Namespace) -> int:
         _share_metrics(settings)
     import uvicorn
 
+    from tunnelgw.http import edge
+
+    limits = edge.Limits(
+        header_timeout=settings.header_timeout_seconds,
+        body_timeout=settings.body_timeout_seconds,
+        max_header_bytes=settings.max_header_bytes,
+    )
     uvicorn.run(
         "tunnelgw.worker:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
+        # uvicorn's httptools protocol with the limits it has no setting for (uvicorn calls
+        # the partial as it calls a protocol class; it pickles, for the worker processes).
+        http=functools.partial(edge.EdgeProtocol, limits=limits),  # type: ignore[arg-type]
+        limit_concurrency=settings.max_connections,
         access_log=False,  # tunnelgw.access writes one line per request instead
         # The API has no WebSocket endpoint: uvicorn's default ("auto") imports the websockets
         # package into every worker (~2.4 MiB); an upgrade request is answered as plain HTTP.

@@ -152,7 +152,7 @@ def test_custom_wildcard_gets_an_acme_challenge_target(admin):
         ({"domain": "x.example.com", "region": "mars"}, "ERR_INVALID_FIELD", "region"),
         ({"domain": "x.example.com", "metadata": "x" * 4097}, "ERR_FIELD_TOO_LONG", "metadata"),
         ({"domain": "x.example.com", "cname_target": "x"}, "ERR_UNKNOWN_FIELD", "cname_target"),
-        ({"domain": 5}, "ERR_INVALID_FIELD", "domain"),
+        ({"domain": 5}, "ERR_WRONG_TYPE", "domain"),
         (
             {"domain": "x.example.com", "certificate_id": "cert_nope"},
             "ERR_INVALID_FIELD",

@@ -7,12 +7,14 @@ import asyncio
 import hashlib
 import json
 import os
+import pickle
 
 import pytest
 from sqlmodel import select
 
 from models import Account, ApiKey, Principal
 from tunnelgw import cli
+from tunnelgw.http import edge
 from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database
@@ -150,10 +152,23 @@ def test_serve_prepares_database_and_passes_flags(data_dir, monkeypatch, capsys)
                 "A-Version,b-version",
                 "--database-pool-size",
                 "7",
+                "--header-timeout-seconds",
+                "2.5",
+                "--body-timeout-seconds",
+                "9",
+                "--max-header-bytes",
+                "4096",
+                "--max-connections",
+                "50",
             ]
         )
         == 0
     )
+    # The limits reach the HTTP protocol, which the worker processes unpickle.
+    protocol = pickle.loads(pickle.dumps(seen["http"]))
+    assert protocol.func is edge.EdgeProtocol
+    assert protocol.keywords["limits"] == edge.Limits(2.5, 9.0, 4096)
+    assert seen["limit_concurrency"] == 50
     assert os.environ["TUNNELGW_VERSION_HEADER_ALIASES"] == "A-Version,b-version"
     assert os.environ["TUNNELGW_DATABASE_POOL_SIZE"] == "7"
     out = capsys.readouterr().out

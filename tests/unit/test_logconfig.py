@@ -73,3 +73,26 @@ def test_access_lines_are_written_in_batches(monkeypatch):
         time.sleep(0.01)
     assert stream.getvalue().endswith("late\n")
     handler.close()
+
+
+def test_text_lines_escape_what_a_client_sent():
+    """A path with %0a (decoded to a newline) or an escape sequence stays on its line."""
+    path = (
+        "/healthz\n2026-11-26 06:50:00,000 INFO tunnelgw.access DELETE /x 204\r\x1b[2J\x85\u2028é"
+    )
+    record = logging.LogRecord("tunnelgw.access", logging.INFO, "", 0, "GET %s 404", (path,), None)
+    line = TextFormatter().format(record)
+    assert "\n" not in line
+    assert line.endswith(
+        "GET /healthz\\n2026-11-26 06:50:00,000 INFO tunnelgw.access DELETE /x 204"
+        "\\r\\x1b[2J\\x85\\u2028é 404"
+    )
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    first, *traceback = TextFormatter().format(record).split("\n")
+    assert first == line  # the traceback follows on lines of its own
+    assert traceback[-1] == "ValueError: boom"

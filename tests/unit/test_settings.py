@@ -129,3 +129,20 @@ def test_a_chosen_bootstrap_token_must_be_hard_to_guess(monkeypatch):
     assert Settings().bootstrap_token is None  # empty is unset: one is generated
     with pytest.raises(ValidationError, match="the token has 1 characters"):
         Settings(bootstrap_token="a")
+
+
+def test_http_edge_limits(monkeypatch):
+    settings = Settings()
+    assert (settings.header_timeout_seconds, settings.body_timeout_seconds) == (10.0, 60.0)
+    assert (settings.max_header_bytes, settings.max_connections) == (16384, 1000)
+    monkeypatch.setenv("TUNNELGW_HEADER_TIMEOUT_SECONDS", "0.5")
+    monkeypatch.setenv("TUNNELGW_MAX_HEADER_BYTES", "4096")
+    assert (Settings().header_timeout_seconds, Settings().max_header_bytes) == (0.5, 4096)
+    for name, value in [
+        ("header_timeout_seconds", 0),
+        ("body_timeout_seconds", -1),
+        ("max_header_bytes", 100),  # not even a request line with an Authorization header
+        ("max_connections", 0),
+    ]:
+        with pytest.raises(ValidationError):
+            Settings(**{name: value})

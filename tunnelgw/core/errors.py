@@ -18,6 +18,7 @@ class Code(enum.Enum):
         self.message = message
 
     # 400: the request is malformed or a value is invalid.
+    INVALID_REQUEST = (400, "The request is not HTTP/1.1 this server can read.")
     INVALID_JSON = (400, "The request body is not valid JSON.")
     INVALID_BODY = (400, "The request body must be a JSON object.")
     MISSING_FIELD = (400, "A required field is missing.")
@@ -83,7 +84,8 @@ class Code(enum.Enum):
     BACKEND_MODULE_NOT_SET = (404, "The TLS edge has no backend module.")
     ROUTE_NOT_FOUND = (404, "No such route.")
     METHOD_NOT_ALLOWED = (405, "This route does not accept that method.")
-    # 409 / 413 / 415: the request cannot be taken as it is.
+    # 408 / 409 / 413 / 415: the request cannot be taken as it is.
+    REQUEST_TIMEOUT = (408, "The request did not arrive in time.")
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
@@ -100,6 +102,8 @@ class Code(enum.Enum):
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.
     RATE_LIMITED = (429, "Too many requests; retry later.")
+    # 431: refused by the HTTP protocol before routing (tunnelgw.http.edge).
+    HEADERS_TOO_LARGE = (431, "The request line and headers are larger than the server accepts.")
     # 5xx: our fault.
     INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
     SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")

@@ -36,6 +36,14 @@ class Settings(BaseSettings):
     # Longer than clients' and load balancers' idle timeouts (httpx 5 s, nginx 60-75 s), so a
     # client never sends on a connection the server is closing at that moment.
     keep_alive_seconds: int = Field(default=75, ge=1, le=3600)
+    # Limits at the HTTP edge (tunnelgw.http.edge, README: Configuration): time for a request's
+    # line and headers from its first byte (a new connection's from its opening), time for its
+    # body from then, the size of its line and headers (431 beyond), and connections (or
+    # requests in flight) per worker past which a request is answered 503.
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
+    max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     log_level: str = "info"
     # More header names accepted in place of `Service-Version` (comma-separated), same value
     # rule: for client libraries that send the version under another name. Default none.

@@ -186,7 +186,10 @@ def middlewares(state: AppState) -> list[Any]:
     return [
         ServerErrorMiddleware,
         functools.partial(
-            middleware.RequestContext, public_url=settings.resolved_public_url(), state=state
+            middleware.RequestContext,
+            public_url=settings.resolved_public_url(),
+            state=state,
+            body_timeout=settings.body_timeout_seconds,
         ),
         ExceptionMiddleware,
         routing.SwaggerUIMiddleware,

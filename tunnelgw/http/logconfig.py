@@ -2,6 +2,8 @@
 in every worker process. One access-log line per request comes from `tunnelgw.access`; its
 handler buffers lines and writes them at most `ACCESS_FLUSH_SECONDS` later (or as soon as
 64 KiB are waiting), one write for many requests; every other logger writes each line at once.
+A text line is one line whatever a client sent: control characters in it are escaped (JSON
+lines escape them anyway).
 """
 
 from __future__ import annotations
@@ -21,8 +23,25 @@ ACCESS_FLUSH_SECONDS = 0.25
 ACCESS_BUFFER_BYTES = 64 * 1024
 
 
+# C0 and C1 controls, DEL and the Unicode line and paragraph separators, as Python escapes
+# (`\n`, `\x1b`, `\u2028`): a path with `%0a` cannot start a line of its own.
+_ESCAPES = {
+    code: chr(code).encode("unicode_escape").decode("ascii")
+    for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
+}
+
+
+def escape_controls(text: str) -> str:
+    """`text` with its control characters escaped (see `_ESCAPES`)."""
+    return text.translate(_ESCAPES)
+
+
 class TextFormatter(logging.Formatter):
-    """The text format, with the time formatted once per second rather than per line."""
+    """The text format, one line per record (control characters escaped; a traceback
+    follows on lines of its own), the time formatted once per second rather than per line."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802
+        return escape_controls(super().formatMessage(record))
 
     def __init__(self, fmt: str = TEXT_FORMAT, *args: Any, **kwargs: Any) -> None:
         super().__init__(fmt, *args, **kwargs)

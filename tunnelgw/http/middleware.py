@@ -1,18 +1,20 @@
 """`RequestContext`, the outermost of our layers in Connexion's stack: activates the app's
 state (settings, database, KEK: tunnelgw.http.state), gives each request an `op_` operation id
-(logged, sent as `Operation-Id`, put in error bodies), sets the public base URL, counts the
-request in the metrics and writes the access log. Everything else a request
-goes through is in tunnelgw.http.pipeline.
+(logged, sent as `Operation-Id`, put in error bodies), sets the public base URL, bounds the
+time its body may take to arrive (408), counts the request in the metrics and writes the
+access log. Everything else a request goes through is in tunnelgw.http.pipeline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tunnelgw.core import ids, urls
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import metrics
 from tunnelgw.http.state import AppState
 
@@ -43,10 +45,18 @@ def spec_operation(scope: Scope) -> str | None:
 
 
 class RequestContext:
-    def __init__(self, app: ASGIApp, *, public_url: str | None = None, state: AppState) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        public_url: str | None = None,
+        state: AppState,
+        body_timeout: float | None = None,
+    ) -> None:
         self.app = app
         self.public_url = public_url
         self.state = state
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -69,6 +79,8 @@ class RequestContext:
                 message["headers"] = [*message.get("headers", ()), op_header]
             await send(message)
 
+        if self.body_timeout is not None:
+            receive = _in_time(receive, self.body_timeout)
         try:
             await self.app(scope, receive, send_with_id)
         finally:
@@ -78,6 +90,25 @@ class RequestContext:
             metrics.observe(operation, scope["method"], status, elapsed)
             if access_log.isEnabledFor(logging.INFO):
                 _log_access(scope, status, elapsed, op_id, operation)
+
+
+def _in_time(receive: Receive, seconds: float) -> Receive:
+    """`receive` that raises ApiError(408) once the body has taken `seconds` from the start
+    of the request (its headers are in by then); the answer closes the connection."""
+    deadline = asyncio.get_running_loop().time() + seconds
+
+    async def receive_in_time() -> Message:
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await receive()
+        except TimeoutError:
+            raise ApiError(
+                Code.REQUEST_TIMEOUT,
+                f"The request body did not arrive within {seconds:g} seconds.",
+                headers={"Connection": "close"},
+            ) from None
+
+    return receive_in_time
 
 
 def _log_access(

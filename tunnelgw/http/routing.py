@@ -7,6 +7,8 @@ of path segments: a request that names a spec operation goes straight to it, ann
 as Connexion's router annotates it (path parameters, operationId); anything else (an unknown
 path, a wrong method, a trailing slash) takes Connexion's own router, which answers 404/405 as
 before. `SwaggerUIMiddleware` lets requests outside the docs paths through without routing.
+Neither redirects a path with or without a trailing slash to the other (Starlette would, with a
+`Location` built from the `Host` header the client sent): such a path is 404.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from connexion.middleware import routing, swagger_ui
 from connexion.middleware.abstract import ROUTING_CONTEXT
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 # The docs routes SwaggerUIMiddleware serves (the spec at /openapi.json|yaml, the UI at /ui).
@@ -39,6 +41,7 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
 
     def add_api(self, *args: Any, **kwargs: Any) -> None:
         super().add_api(*args, **kwargs)
+        no_slash_redirects(self.router)
         self._index = {}
         for mount in self.router.routes:
             if isinstance(mount, Mount) and mount.path == "":
@@ -108,4 +111,13 @@ class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
         while self._pending:
             args, kwargs = self._pending.pop(0)
             super().add_api(*args, **kwargs)
+            no_slash_redirects(self.router)
         await super().__call__(scope, receive, send)
+
+
+def no_slash_redirects(router: Router) -> None:
+    """Turn off Starlette's trailing-slash redirects in `router` and the routers mounted in it."""
+    router.redirect_slashes = False
+    for route in router.routes:
+        if isinstance(route, Mount) and isinstance(route.app, Router):
+            no_slash_redirects(route.app)

@@ -7,8 +7,8 @@ codes, and byte limits declared in the spec.
 - `x-max-bytes: N` on a string property limits its UTF-8 length (the API document's limits
   are in bytes; JSON Schema's `maxLength` counts characters).
 - Validators are compiled once per schema (tunnelgw.http.pipeline uses jsonschema-rs on the spec's
-  schemas converted from OpenAPI 3.0 `nullable` to plain JSON Schema; Python jsonschema
-  only explains an invalid body).
+  schemas converted from OpenAPI 3.0 `nullable` to plain JSON Schema; tunnelgw.http.explain
+  names the first problem of an invalid body).
 """
 
 from __future__ import annotations
@@ -20,26 +20,13 @@ from typing import Any
 
 import jsonschema_rs
 from connexion.exceptions import NonConformingResponseBody
-from connexion.json_schema import Draft4RequestValidator
-from jsonschema import Draft4Validator
-from jsonschema.exceptions import ValidationError
 
 from tunnelgw.core.errors import ApiError, Code
 
 MAX_DEPTH = 32
-
-_compiled: dict[int, tuple[dict[str, Any], Any]] = {}
-
-
-def _validator_for(schema: dict[str, Any]) -> Any:
-    entry = _compiled.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = (
-            schema,
-            Draft4RequestValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER),
-        )
-        _compiled[id(schema)] = entry
-    return entry[1]
+# An escape that can make a NUL or a lone surrogate (raw ones are invalid UTF-8 or invalid
+# JSON): bodies without one skip the string checks.
+_RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -73,25 +60,34 @@ def loads_strict(raw: bytes) -> Any:
         ) from None
     except ValueError:  # e.g. an integer literal longer than Python's 4300-digit limit
         raise ApiError(Code.INVALID_JSON, "A JSON number is too large.") from None
-    _check_values(value)
+    _check_values(value, strings=_RISKY_ESCAPE.search(text) is not None)
     return value
 
 
-def _check_values(value: Any) -> None:
-    """Reject NUL characters, lone surrogates and nesting deeper than MAX_DEPTH."""
+def _check_values(value: Any, *, strings: bool) -> None:
+    """Reject nesting deeper than MAX_DEPTH and, when `strings`, NUL characters and lone
+    surrogates. Only containers are walked: a long array of numbers costs one pass."""
+    if strings and isinstance(value, str):
+        _check_string(value)
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if not isinstance(item, dict | list) or not item:
+            continue
+        if depth >= MAX_DEPTH:
             raise ApiError(Code.INVALID_JSON, f"JSON nesting deeper than {MAX_DEPTH} levels.")
-        if isinstance(item, str):
-            _check_string(item)
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                _check_string(key)
+        if isinstance(item, dict):
+            if strings:
+                for key in item:
+                    _check_string(key)
+            children: Any = item.values()
+        else:
+            children = item
+        for child in children:
+            if isinstance(child, dict | list):
                 stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+            elif strings and isinstance(child, str):
+                _check_string(child)
 
 
 def _check_string(text: str) -> None:
@@ -101,55 +97,6 @@ def _check_string(text: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise ApiError(Code.INVALID_JSON, "Strings must not contain lone surrogates.") from None
-
-
-def _field(error: ValidationError) -> str:
-    return ".".join(str(part) for part in error.absolute_path)
-
-
-def schema_error(error: ValidationError) -> ApiError:
-    """The catalog error for one JSON Schema validation error of a request body."""
-    field = _field(error)
-    instance: Any = error.instance
-    kind = error.validator
-    schema: Any = error.schema
-    if kind == "anyOf" and error.context and not error.absolute_path:
-        # A body that fits none of its alternative forms: report the form it went furthest
-        # into (the deepest error; the first form on a tie), e.g. the backend missing inside
-        # the `module` it sent rather than the flat field it did not send.
-        return schema_error(
-            max(
-                error.context, key=lambda e: (len(e.absolute_path), -int(e.relative_schema_path[0]))
-            )
-        )
-    if kind == "required":
-        required: Any = error.validator_value
-        missing = next((name for name in required if name not in instance), str(error.message))
-        name = f"{field}.{missing}" if field else str(missing)
-        return ApiError(Code.MISSING_FIELD, f"{name} is required.", field=name)
-    if kind == "additionalProperties" and isinstance(instance, dict):
-        known = set(schema.get("properties", {}))
-        extra = sorted(set(instance) - known)
-        name = ".".join(filter(None, [field, extra[0] if extra else ""]))
-        return ApiError(Code.UNKNOWN_FIELD, f"Unknown field {name!r}.", field=name)
-    exclusive: Any = error.validator_value
-    if kind == "not" and isinstance(exclusive, dict) and len(exclusive.get("required", ())) > 1:
-        # `not: {required: [a, b]}`: fields that exclude each other (the spec describes it).
-        names = [f"{field}.{n}" if field else n for n in exclusive["required"]]
-        return ApiError(
-            Code.CONFLICTING_FIELDS,
-            f"{' and '.join(names)} exclude each other; send one of them.",
-            field=names[-1],
-        )
-    if not field:
-        return ApiError(
-            Code.INVALID_BODY, f"The request body must be a JSON object: {error.message}"
-        )
-    if kind == "type":
-        return ApiError(Code.WRONG_TYPE, f"{field}: {error.message}.", field=field)
-    if kind in ("maxLength", "maxItems", "maxProperties"):
-        return ApiError(Code.FIELD_TOO_LONG, f"{field}: {error.message}.", field=field)
-    return ApiError(Code.INVALID_FIELD, f"{field}: {error.message}.", field=field)
 
 
 def check_extensions(schema: dict[str, Any], body: Any) -> None:
@@ -225,12 +172,6 @@ def to_json_schema(node: Any) -> Any:
     return out
 
 
-def request_validator(schema: dict[str, Any]) -> Any:
-    """The Python jsonschema validator of a request body schema (made once per schema), for
-    the most helpful error of an invalid body."""
-    return _validator_for(schema)
-
-
 def nonconforming(detail: str) -> NonConformingResponseBody:
     """The error of a handler result that does not match its response schema (a bug: 500)."""
     return NonConformingResponseBody(detail=f"Response body does not conform to the spec {detail}")
@@ -240,17 +181,24 @@ class Compiled:
     """The jsonschema-rs validator of an OpenAPI schema, compiled at its first use (start-up
     stays short, and operations nobody calls cost no memory); then reused."""
 
-    __slots__ = ("_validator", "formats", "schema")
+    __slots__ = ("_json_schema", "_validator", "formats", "schema")
 
     def __init__(self, schema: dict[str, Any], *, formats: bool) -> None:
         self.schema = schema
         self.formats = formats
         self._validator: Any = None
+        self._json_schema: dict[str, Any] | None = None
+
+    def json_schema(self) -> dict[str, Any]:
+        """The schema as plain JSON Schema (tunnelgw.http.explain reads it)."""
+        if self._json_schema is None:
+            self._json_schema = to_json_schema(self.schema)
+        return self._json_schema
 
     def get(self) -> Any:
         validator = self._validator
         if validator is None:
             validator = self._validator = jsonschema_rs.Draft4Validator(
-                to_json_schema(self.schema), validate_formats=self.formats
+                self.json_schema(), validate_formats=self.formats
             )
         return validator

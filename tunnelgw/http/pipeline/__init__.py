@@ -13,7 +13,9 @@ validator per status. Connexion's stock layers rebuild most of that on every req
 routed the request once per layer; together they cost more than the whole request does now
 (bench/README.md).
 
-Order of checks, each failing with the catalog error: body size (413), version header (400),
-credentials (401), parameters (400), content type (415), body (400); then the handler, whose
-result must match the operation's response schema for its status (else a logged 500).
+Order of checks, each failing with the catalog error: body size (413, from Content-Length),
+version header (400), the body received (413 past the limit while it streams, 408 past the
+body deadline: before the request takes a database connection), credentials (401),
+parameters (400), content type (415), body (400); then the handler, whose result must match
+the operation's response schema for its status (else a logged 500).
 """

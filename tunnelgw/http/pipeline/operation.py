@@ -77,6 +77,11 @@ class Operation:
         if self.versioned:
             parameters.check_version(headers, self.version_headers)
         path = self.parameters.path_values(scope)
+        # The body is in before the request takes a database connection: a client that
+        # uploads slowly holds a socket, never a connection of the pool.
+        raw = b""
+        if self.body is not None:
+            raw = await bodies.receive_body(receive, self.max_body_bytes)
         async with db.request_scope():
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
@@ -88,7 +93,7 @@ class Operation:
                 raise path
             kwargs = self.parameters.arguments(scope, path)
             if self.body is not None:
-                body = await self.body.read(scope, headers, receive, self.max_body_bytes)
+                body = await self.body.parse(headers, raw)
                 if self.echoes and body is not None:
                     bodies.check_echoes(body, scope.get("path_params", {}), self.echoes)
                 if self.takes_body:
