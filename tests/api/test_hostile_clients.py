@@ -150,17 +150,28 @@ def test_an_invalid_1mib_body_is_answered_at_once_while_healthz_is_served(live):
         items.append(item)
         size += len(json.dumps(item)) + 2
     bodies = [
-        ({"name": "x", "resolves_to": items}, "ERR_FIELD_TOO_LONG", "resolves_to"),
-        # The problem last in a 1 MiB body, past a long valid string.
-        ({"description": "x" * (MAX_BODY - 100), "region": 5}, "ERR_WRONG_TYPE", "region"),
+        (
+            "/reserved_domains",
+            {"name": "x", "resolves_to": items},
+            "ERR_FIELD_TOO_LONG",
+            "resolves_to",
+        ),
+        # The problem last in a 1 MiB body, past a long valid string (a backend's `body` has
+        # no limit of its own; `description` has 255 bytes).
+        (
+            "/backends/http_response",
+            {"body": "x" * (MAX_BODY - 100), "status_code": "503"},
+            "ERR_WRONG_TYPE",
+            "status_code",
+        ),
     ]
-    for body, code, field in bodies:
+    for path, body, code, field in bodies:
         raw = json.dumps(body).encode()
         assert MAX_BODY // 2 < len(raw) <= MAX_BODY
 
-        def post(raw: bytes = raw) -> httpx.Response:
+        def post(raw: bytes = raw, path: str = path) -> httpx.Response:
             return httpx.post(
-                f"{live.server.base}/reserved_domains",
+                f"{live.server.base}{path}",
                 content=raw,
                 headers={**live.server.headers(), "Content-Type": "application/json"},
                 timeout=30,
