@@ -66,7 +66,7 @@ def _raw(client: httpx.Client, path: str, **headers: str) -> tuple[httpx.Respons
 def test_the_served_spec_is_the_source_with_its_components_and_refs(http, settings, path):
     served = _parsed(http.get(path))
     assert served["servers"] == [
-        {"url": "http://testserver", "description": "This server, as the request reached it."}
+        {"url": "http://testserver", "description": "The server that published this document."}
     ]
     expected = published.reachable(apply_settings(spec.load(), settings))
     assert {k: v for k, v in served.items() if k != "servers"} == {

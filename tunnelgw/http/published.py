@@ -149,7 +149,7 @@ class PublishedSpec:
             if self._templates is None:
                 document = reachable(self._document())
                 document["servers"] = [
-                    {"url": _SENTINEL, "description": "This server, as the request reached it."}
+                    {"url": _SENTINEL, "description": "The server that published this document."}
                 ]
                 self._templates = {form: Template.of(document, form) for form in MEDIA_TYPES}
             made = Rendition.of(self._templates[form].fill(base_url))
