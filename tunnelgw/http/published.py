@@ -1,7 +1,7 @@
 """The published API document, `/openapi.json` and `/openapi.yaml`: the source's structure
-(named components and `$ref`s) with the settings applied and a `servers` entry naming the
-base URL the request reached. Rendered once per app off the event loop; served with an ETag
-(304 on `If-None-Match`) and gzip when the client accepts it."""
+(named components and `$ref`s) with the settings applied and a `servers` entry naming the base
+URL (the public URL, else the request's scheme and host). Rendered once per app off the event
+loop; served with an ETag (304 on `If-None-Match`) and gzip when the client accepts it."""
 
 from __future__ import annotations
 
