@@ -16,6 +16,10 @@ because OpenAPI 3.0 cannot express them.
   is reserved once across the server (see `_fresh_domain`).
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
+- No case deletes the run's own API key (`TUNNELGW_CONTRACT_OWN_KEY`): the stateful phase
+  infers a link from `GET /api_keys` to `DELETE /api_keys/{id}` with any listed key (the
+  served spec's named schemas tell it that `keys` are API keys), and once the run's own key
+  is gone every later request is 401.
 
 Both run the same pure checks as the server (`tunnelgw.http.validation`, `tunnelgw.crypto`).
 Negative cases are left alone, so the server's rejection of such bodies is still tested.
@@ -24,6 +28,7 @@ Negative cases are left alone, so the server's rejection of such bodies is still
 from __future__ import annotations
 
 import functools
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -131,8 +136,23 @@ def _comma_in_delimited_item(case: Any) -> bool:
     return False
 
 
+# The API key whose token the run sends (tests/contract/test_schemathesis.py sets it).
+OWN_KEY = os.environ.get("TUNNELGW_CONTRACT_OWN_KEY", "")
+
+
+def _deletes_own_key(case: Any) -> bool:
+    return (
+        bool(OWN_KEY)
+        and case.method.upper() == "DELETE"
+        and case.operation.path == "/api_keys/{id}"
+        and (case.path_parameters or {}).get("id") == OWN_KEY
+    )
+
+
 @schemathesis.hook
 def filter_case(context: Any, case: Any) -> bool:
+    if _deletes_own_key(case):
+        return False
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return True
