@@ -18,6 +18,10 @@ because OpenAPI 3.0 cannot express them.
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
   `before_call`): the run must not lock its own account out of the API.
+- No case deletes the run's own API key (`TUNNELGW_CONTRACT_OWN_KEY`): the stateful phase
+  infers a link from `GET /api_keys` to `DELETE /api_keys/{id}` with any listed key (the
+  served spec's named schemas tell it that `keys` are API keys), and once the run's own key
+  is gone every later request is 401.
 
 Both run the same pure checks as the server (`tunnelgw.http.validation`, `tunnelgw.crypto`).
 Negative cases are left alone, so the server's rejection of such bodies is still tested.
@@ -26,6 +30,7 @@ Negative cases are left alone, so the server's rejection of such bodies is still
 from __future__ import annotations
 
 import functools
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -134,8 +139,23 @@ def _comma_in_delimited_item(case: Any) -> bool:
     return False
 
 
+# The API key whose token the run sends (tests/contract/test_schemathesis.py sets it).
+OWN_KEY = os.environ.get("TUNNELGW_CONTRACT_OWN_KEY", "")
+
+
+def _deletes_own_key(case: Any) -> bool:
+    return (
+        bool(OWN_KEY)
+        and case.method.upper() == "DELETE"
+        and case.operation.path == "/api_keys/{id}"
+        and (case.path_parameters or {}).get("id") == OWN_KEY
+    )
+
+
 @schemathesis.hook
 def filter_case(context: Any, case: Any) -> bool:
+    if _deletes_own_key(case):
+        return False
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return True

@@ -41,19 +41,19 @@ CRASH_RERUNS = 3
 EXAMPLE = ROOT / "fixtures" / "example.yaml"
 
 
-def _contract_account(database_url: str) -> tuple[str, str, seed.Entries]:
-    """A fresh account's admin token, made directly in the server's database (which may hold
-    other accounts already, so the first-start bootstrap cannot be relied on), and which
+def _contract_account(database_url: str) -> tuple[accounts.Credentials, seed.Entries]:
+    """A fresh account's admin credentials, made directly in the server's database (which may
+    hold other accounts already, so the first-start bootstrap cannot be relied on), and which
     operations use which of the rows seeded into it (tests/contract/seed.py)."""
 
-    async def make() -> tuple[str, str, seed.Entries]:
+    async def make() -> tuple[accounts.Credentials, seed.Entries]:
         database = Database(database_url)
         try:
             async with database.write() as session:
                 creds = await accounts.create_account_with_admin(session, "contract")
             async with database.write() as session:
                 entries = await seed.seed(session, creds.account_id)
-            return creds.token, creds.account_id, entries
+            return creds, entries
         finally:
             await database.dispose()
 
@@ -94,18 +94,20 @@ def _live_server(
 @pytest.fixture(scope="module")
 def server(
     tmp_path_factory: pytest.TempPathFactory, settings: Settings
-) -> Iterator[tuple[str, str, Path]]:
+) -> Iterator[tuple[str, accounts.Credentials, Path]]:
     with _live_server(tmp_path_factory, settings, "contract") as (srv, contract):
-        token, account_id, entries = _contract_account(contract.resolved_database_url())
+        creds, entries = _contract_account(contract.resolved_database_url())
         # The example world, through the same loader as `tunnelgw seed` (api items via an
         # in-process app), so lists and reads validate real rows of every kind.
-        fixtures.load(EXAMPLE, contract, account_id)
-        yield srv.base, token, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", entries)
+        fixtures.load(EXAMPLE, contract, creds.account_id)
+        yield srv.base, creds, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", entries)
 
 
 def _schemathesis(
-    base: str, token: str, *extra: str, config: Path = CONFIG
+    base: str, token: str, *extra: str, config: Path = CONFIG, own_key: str = ""
 ) -> subprocess.CompletedProcess[str]:
+    """A Schemathesis run as `token`, whose API key `own_key` the run must not delete
+    (tests/contract/hooks.py)."""
     exe = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
     return subprocess.run(
         [
@@ -123,7 +125,12 @@ def _schemathesis(
         text=True,
         cwd=ROOT,
         timeout=int(MAX_TIME) + 120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "NO_COLOR": "1",
+            "TUNNELGW_CONTRACT_OWN_KEY": own_key,
+        },
     )
 
 
@@ -148,13 +155,15 @@ def hypothesis_crashes(junit: Path) -> list[str]:
     return crashed
 
 
-def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path], tmp_path: Path) -> None:
-    base, token, config = server
+def test_schemathesis_all_checks_all_phases(
+    server: tuple[str, accounts.Credentials, Path], tmp_path: Path
+) -> None:
+    base, creds, config = server
     report = ROOT / ".schemathesis-report"
     junit = tmp_path / "junit.xml"
     result = _schemathesis(
         base,
-        token,
+        creds.token,
         "--max-examples",
         MAX_EXAMPLES,
         "--max-time",
@@ -167,6 +176,7 @@ def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path], tmp_p
         str(junit),
         *_seed(),
         config=config,
+        own_key=creds.api_key_id,
     )
     print(f"seed: {SEED}", result.stdout[-20000:])
     assert "Stateful" in result.stdout, result.stdout[-3000:]
@@ -181,7 +191,7 @@ def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path], tmp_p
         only = [arg for name in crashed for arg in ("--include-name", name)]
         result = _schemathesis(
             base,
-            token,
+            creds.token,
             "--phases",
             "fuzzing",
             "--max-examples",
@@ -193,6 +203,7 @@ def test_schemathesis_all_checks_all_phases(server: tuple[str, str, Path], tmp_p
             *only,
             *_seed(attempt),
             config=config,
+            own_key=creds.api_key_id,
         )
         print(result.stdout[-20000:])
         crashed = hypothesis_crashes(junit) if result.returncode else []
@@ -217,7 +228,7 @@ def test_hypothesis_crashes_are_told_from_our_failures(tmp_path: Path) -> None:
     assert hypothesis_crashes(junit(("PUT /b", engine + ours))) == []
 
 
-def test_a_wrong_token_fails_the_run(server: tuple[str, str, Path]) -> None:
+def test_a_wrong_token_fails_the_run(server: tuple[str, accounts.Credentials, Path]) -> None:
     base, _, _ = server
     result = _schemathesis(
         base,
@@ -255,7 +266,7 @@ def test_schemathesis_admin_api(
 ) -> None:
     admin_on = {"TUNNELGW_ADMIN_API": "true"}
     with _live_server(tmp_path_factory, settings, "contract-admin", **admin_on) as (srv, db):
-        token, _, _ = _contract_account(db.resolved_database_url())
+        creds, _ = _contract_account(db.resolved_database_url())
         config = srv.data_dir / "schemathesis-admin.toml"
         base = CONFIG.read_text()
         # Every warning but "most generated data refused" (the fixture document) fails it.
@@ -264,7 +275,7 @@ def test_schemathesis_admin_api(
         config.write_text(base.replace("\nfail-on = true\n", f"\n{only}\n") + ADMIN_CONFIG)
         result = _schemathesis(
             srv.base,
-            token,
+            creds.token,
             "--include-tag",
             "admin",
             "--max-examples",
@@ -273,6 +284,7 @@ def test_schemathesis_admin_api(
             str(max(60, int(MAX_TIME) // 4)),
             *_seed(),
             config=config,
+            own_key=creds.api_key_id,
         )
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]

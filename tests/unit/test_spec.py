@@ -233,3 +233,34 @@ def test_every_description_and_metadata_a_client_sends_carries_its_byte_limit():
             assert prop.get("x-max-bytes") == TEXT_LIMITS[name], (where, name)
             assert prop.get("maxLength") == TEXT_LIMITS[name], (where, name)
     assert described >= 48  # 12 resources, create and update each, description and metadata
+
+
+# The families the platform retired on 2025-12-31 (edges, edge routes and modules, backends:
+# /work/shared/docs/platform-surface.md), by the tags of the operations this server keeps.
+SUNSET_TAGS = {
+    "http_response_backends",
+    "tunnel_group_backends",
+    "tls_edges",
+    "tls_edge_backend",
+    "https_edges",
+    "https_edge_routes",
+    "tcp_edges",
+}
+
+
+@pytest.mark.parametrize(("path", "method", "op"), OPERATIONS, ids=lambda v: str(v)[:40])
+def test_sunset_operations_are_deprecated_and_say_so(path, method, op):
+    sunset = bool(SUNSET_TAGS & set(op["tags"]))
+    assert op.get("deprecated", False) is sunset, (method, path)
+    if sunset:
+        assert op["description"].startswith("**Sunset.**"), (method, path)
+        assert "2025-12-31" in op["description"]
+    assert path.startswith(("/backends/", "/edges/")) is sunset, (method, path)
+
+
+def test_every_operation_has_a_summary_and_a_description():
+    """Spectral's `operation-description` in the lint run too; here without Node.js."""
+    missing = [
+        (m, p) for p, m, op in OPERATIONS if not (op.get("summary") and op.get("description"))
+    ]
+    assert missing == []

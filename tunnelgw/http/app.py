@@ -30,7 +30,7 @@ from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.http import logconfig, middleware, routing
+from tunnelgw.http import logconfig, middleware, published, routing
 from tunnelgw.http.pipeline import operation as pipeline
 from tunnelgw.http.pipeline.parameters import VERSION_HEADER
 from tunnelgw.http.rendering import ErrorRenderer
@@ -192,7 +192,10 @@ def middlewares(state: AppState) -> list[Any]:
             body_timeout=settings.body_timeout_seconds,
         ),
         ExceptionMiddleware,
-        routing.SwaggerUIMiddleware,
+        functools.partial(
+            routing.SwaggerUIMiddleware,
+            published=published.PublishedSpec(lambda: apply_settings(spec.load(), settings)),
+        ),
         routing.RoutingMiddleware,
         functools.partial(
             pipeline.OperationMiddleware,

@@ -6,7 +6,8 @@ each) and Connexion's SwaggerUIMiddleware scans its own routes before that, for 
 of path segments: a request that names a spec operation goes straight to it, annotated exactly
 as Connexion's router annotates it (path parameters, operationId); anything else (an unknown
 path, a wrong method, a trailing slash) takes Connexion's own router, which answers 404/405 as
-before. `SwaggerUIMiddleware` lets requests outside the docs paths through without routing.
+before. `SwaggerUIMiddleware` lets requests outside the docs paths through without routing and
+serves the spec itself (tunnelgw.http.published) instead of Connexion's resolved copy.
 Neither redirects a path with or without a trailing slash to the other (Starlette would, with a
 `Location` built from the `Host` header the client sent): such a path is 404.
 """
@@ -20,6 +21,8 @@ from connexion.middleware import routing, swagger_ui
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from starlette.routing import Mount, Route, Router
 from starlette.types import Receive, Scope, Send
+
+from tunnelgw.http.published import SPEC_PATHS, PublishedSpec
 
 # The docs routes SwaggerUIMiddleware serves (the spec at /openapi.json|yaml, the UI at /ui).
 DOCS_PREFIXES = ("/openapi.", "/ui")
@@ -92,21 +95,25 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
 
 
 class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
-    """Connexion's Swagger UI and spec routes; other requests pass straight through. The
-    routes are built at the first request for them: Connexion's Swagger UI renders its page
-    with Jinja2, which a worker that never serves the docs does not load (`standins.defer_unused`
-    defers it)."""
+    """The spec's GET and HEAD (`published`), Connexion's Swagger UI; other requests pass
+    straight through. Connexion's routes are built at the first request for them: its Swagger
+    UI renders its page with Jinja2, which a worker that never serves the docs does not load
+    (`standins.defer_unused` defers it)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, published: PublishedSpec) -> None:
         super().__init__(app)
         self._pending: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self.published = published
 
     def add_api(self, *args: Any, **kwargs: Any) -> None:
         self._pending.append((args, kwargs))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(DOCS_PREFIXES):
+        if scope["type"] != "http" or not scope["path"].startswith(DOCS_PREFIXES):
             await self.app(scope, receive, send)
+            return
+        if scope["path"] in SPEC_PATHS and scope["method"] in ("GET", "HEAD"):
+            await self.published(scope, receive, send)
             return
         while self._pending:
             args, kwargs = self._pending.pop(0)
