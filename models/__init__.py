@@ -20,6 +20,7 @@ from models.ip_policy_rule import IpPolicyRule
 from models.ip_restriction import IpRestriction, IpRestrictionPolicy
 from models.issuing_authority import IssuingAuthority
 from models.principal import Principal
+from models.quota_usage import QuotaUsage
 from models.reserved_addr import ReservedAddr
 from models.reserved_domain import ReservedDomain
 from models.ssh_certificate_authority import SshCertificateAuthority
@@ -51,6 +52,7 @@ __all__ = [
     "IpRestrictionPolicy",
     "IssuingAuthority",
     "Principal",
+    "QuotaUsage",
     "ReservedAddr",
     "ReservedDomain",
     "SshCertificateAuthority",

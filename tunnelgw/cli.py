@@ -21,7 +21,7 @@ from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
 from tunnelgw.http.logconfig import log_config
 from tunnelgw.schema import migrate
-from tunnelgw.services import accounts
+from tunnelgw.services import accounts, quotas
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Database
 
@@ -385,7 +385,7 @@ def _principals_create(args: argparse.Namespace) -> int:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    from models import Principal
+    from models import ApiKey, Principal
 
     async def work(database: Database) -> dict[str, Any]:
         async with database.write() as unit:
@@ -393,6 +393,8 @@ def _keys_create(args: argparse.Namespace) -> int:
             if owner is None:
                 raise SystemExit(f"tunnelgw: no principal {args.owner!r}")
             key, token = await accounts.issue_key(unit, owner, description=args.description)
+            # The operator's key is never refused; it counts toward the account's quota.
+            await quotas.forget(unit, owner.account_id, ApiKey)
             return {"api_key_id": key.id, "owner_id": owner.id, "token": token}
 
     _print(_with_database(work))

@@ -163,3 +163,44 @@ def test_fixtures_follow_the_documented_choice(admin, quota):
     assert "409 ERR_QUOTA_EXCEEDED" in body["msg"]
     assert body["details"]["written"] == "true"  # the first item, as with any refused item
     assert len(admin.get("/backends/http_response").json()["backends"]) == 1
+
+
+def _count_statements(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The SQL of every count the quotas run from now on."""
+    from tunnelgw.storage import connections
+
+    seen: list[str] = []
+    for cls in (connections.SqliteConnection, connections.PgConnection):
+        original = cls.fetch
+
+        async def fetch(self, sql, args, original=original):  # type: ignore[no-untyped-def]
+            if "count(" in sql.lower():
+                seen.append(sql)
+            return await original(self, sql, args)
+
+        monkeypatch.setattr(cls, "fetch", fetch)
+    return seen
+
+
+def test_the_bound_spares_the_count_until_the_quota_is_near(admin, quota, monkeypatch):
+    """The first create of a kind counts the account's rows; the next ones read the bound;
+    the one the bound would take past the quota counts again, and a delete made room."""
+    quota(http_response_backend=3)
+    counts = _count_statements(monkeypatch)
+    made = [admin.post("/backends/http_response", json={}).json()["id"] for _ in range(3)]
+    assert len(counts) == 1  # the first create; the bound then went 1, 2, 3
+    assert admin.delete(f"/backends/http_response/{made[0]}").status_code == 204
+    assert admin.post("/backends/http_response", json={}).status_code == 201  # counted: 2
+    assert len(counts) == 2
+    assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
+    assert len(counts) == 3
+
+
+def test_a_fixtures_direct_rows_drop_the_bound(admin, quota):
+    """Rows written without the create operations would leave the bound low: the loader
+    drops it, so the next create counts them."""
+    quota(tunnel_group_backend=3)
+    assert admin.post("/backends/tunnel_group", json={}).status_code == 201  # bound 1
+    direct = {"version": 1, "tunnel_group_backends": [{}, {}]}
+    assert admin.post("/_admin/fixtures", json=direct).status_code == 200
+    assert_error(admin.post("/backends/tunnel_group", json={}), 409, "ERR_QUOTA_EXCEEDED")

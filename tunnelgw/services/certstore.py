@@ -21,7 +21,7 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
 from tunnelgw.rules import certmanagement
-from tunnelgw.services import auth, crud, listing, paging
+from tunnelgw.services import auth, crud, listing, paging, quotas
 from tunnelgw.storage import db, records
 from tunnelgw.storage.unit import Unit
 
@@ -215,6 +215,9 @@ async def _issue(unit: Unit, row: Any, issue_at: datetime, made_key: Any) -> Tls
         issued_at=issue_at,
         **certificate_columns(made.fields),
     )
+    # Issued certificates count toward the quota but are never refused (certificate
+    # management must not stop): not admitted, so the kind's bound is dropped.
+    await quotas.forget(unit, row.account_id, TlsCertificate)
     unit.add(cert)
     return cert
 

@@ -1,16 +1,24 @@
 """Per-account quotas (settings `quota_default`, `quotas`): `add(unit, row)` inserts a counted
-row unless its account holds its kind's quota already (409 `ERR_QUOTA_EXCEEDED`). Count and
-insert commit together, so concurrent creates cannot pass the quota."""
+row unless its account holds its kind's quota already (409 `ERR_QUOTA_EXCEEDED`). The check
+and the insert commit together, so concurrent creates cannot pass the quota.
+
+Counting an account's rows costs time linear in them (~0.1 us a row on SQLite: 1 ms at
+10,000), so the check reads a bound instead (models.quota_usage): at least the account's rows
+of the kind, set from an exact count and raised by one with each row admitted. Only a create
+the bound would take past the quota counts, and the count replaces the bound. Rows deleted
+leave the bound high, which costs a count later, never a wrong answer; a row inserted without
+`admit` (fixture rows, issued certificates, keys made by the command line) must `forget` the
+bound, or the quota could be passed by that many rows."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal, select
+from sqlalchemy import bindparam, delete, func, literal, select
 from sqlmodel import col
 
-from models import Account
+from models import Account, QuotaUsage
 from models.base import AccountScoped
 from tunnelgw.core import settings
 from tunnelgw.core.errors import ApiError, Code
@@ -62,7 +70,17 @@ async def admit(
     quota = settings.current().quota(kind) if limit is None else limit
     if unit.dialect == "postgresql":
         await unit.exec(_LOCK_ACCOUNT, {"account": account_id})
-    held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()
+    usage = await unit.get(QuotaUsage, (account_id, kind))
+    if usage is None or usage.bound >= quota:
+        held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()
+        if held < quota:
+            if usage is None:
+                usage = QuotaUsage.new(account_id=account_id, kind=kind, bound=held)
+                unit.add(usage)
+            else:
+                usage.bound = held
+    else:
+        held = usage.bound
     if held >= quota:
         where = (
             " (the server's quota: TUNNELGW_QUOTA_DEFAULT, TUNNELGW_QUOTAS)"
@@ -75,6 +93,8 @@ async def admit(
             kind=kind,
             quota=str(quota),
         )
+    assert usage is not None  # made or read above whenever the row is admitted
+    usage.bound += 1
 
 
 async def add(unit: Unit, row: Any) -> None:
@@ -84,3 +104,25 @@ async def add(unit: Unit, row: Any) -> None:
     assert issubclass(model, AccountScoped)  # counted rows belong to an account
     await admit(unit, model, row.account_id)
     unit.add(row)
+
+
+_FORGET = Query(
+    delete(QuotaUsage)
+    .where(col(QuotaUsage.account_id) == bindparam("account"))
+    .where(col(QuotaUsage.kind) == bindparam("kind"))
+)
+
+
+async def forget(unit: Unit, account_id: str, model: type[AccountScoped]) -> None:
+    """Drop the account's bound of `model`'s kind (its next create counts): for rows inserted
+    without `admit`."""
+    await unit.exec(_FORGET, {"account": account_id, "kind": kind_of(model)})
+
+
+_FORGET_ALL = Query(delete(QuotaUsage).where(col(QuotaUsage.account_id) == bindparam("account")))
+
+
+async def forget_all(unit: Unit, account_id: str) -> None:
+    """Drop every bound of the account (its next create of each kind counts): for rows of
+    several kinds inserted without `admit` (a fixture's)."""
+    await unit.exec(_FORGET_ALL, {"account": account_id})
