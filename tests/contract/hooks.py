@@ -17,7 +17,8 @@ because OpenAPI 3.0 cannot express them.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
-  `before_call`): the run must not lock its own account out of the API.
+  `before_call`): the run must not lock its own account out of the API. A positive rule or
+  restriction create names the example fixture's IP policy (`TUNNELGW_CONTRACT_IP_POLICY`).
 - No case deletes the run's own API key (`TUNNELGW_CONTRACT_OWN_KEY`): the stateful phase
   infers a link from `GET /api_keys` to `DELETE /api_keys/{id}` with any listed key (the
   served spec's named schemas tell it that `keys` are API keys), and once the run's own key
@@ -270,11 +271,30 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         case.body.get("name") or case.body.get("domain")
     ):
         case.body = _fresh_domain({**case.body, "domain": "example.com"})
+    _with_ip_policy(schema, case)
     if case.body.get("type") == "api" and "ip_policy_ids" in schema.get("properties", {}):
         # An `api` IP restriction could lock the run's account out of its own API (the
         # generated policies rarely allow 127.0.0.1): its behaviour is tested by
         # tests/api/test_ip_restrictions.py; here the same body restricts the dashboard.
         case.body = {**case.body, "type": "dashboard"}
+
+
+# An IP policy of the run's account (the example fixture's), for the creates that name one.
+IP_POLICY = os.environ.get("TUNNELGW_CONTRACT_IP_POLICY", "")
+
+
+def _with_ip_policy(schema: dict[str, Any], case: Any) -> None:
+    """A positive body naming IP policies (a rule's create, a restriction's create or update)
+    names one of the account: generated ids never exist (404 every time, which the run
+    reports as missing test data); the 404 of an unknown policy is tested by
+    tests/api/test_ip_policies.py and test_ip_restrictions.py."""
+    props = schema.get("properties", {})
+    if not IP_POLICY or not {"ip_policy_id", "ip_policy_ids"} & set(props):
+        return
+    if isinstance(case.body.get("ip_policy_ids"), list) and case.body["ip_policy_ids"]:
+        case.body = {**case.body, "ip_policy_ids": [IP_POLICY]}
+    if isinstance(case.body.get("ip_policy_id"), str):
+        case.body = {**case.body, "ip_policy_id": IP_POLICY}
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
