@@ -96,6 +96,7 @@ def test_only_admins_manage_bot_users_every_principal_reads_them(admin, factory,
     # A bot user cannot reactivate or delete itself either.
     self_url = f"{BOTS}/{member.creds.principal_id}"
     if kind == "bot":
+        assert member.get(self_url).json()["id"] == member.creds.principal_id
         assert_error(member.patch(self_url, json={"name": "me"}), 403, "ERR_PERMISSION_DENIED")
         assert_error(member.delete(self_url), 403, "ERR_PERMISSION_DENIED")
     assert admin.get(url).json() == bot

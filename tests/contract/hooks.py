@@ -4,10 +4,11 @@ because OpenAPI 3.0 cannot express them.
 - `x-max-bytes`, `x-key-pattern` (any property) and `x-check: <rule>` (a request schema's
   cross-field rule, e.g. `valid_until` later than `valid_after`): a positive (valid-by-schema)
   case that breaks one is not valid input; it is dropped, not sent.
-- `x-format: <format>` (a string property holding a certificate, an SSH key or an address
-  list): random strings essentially never parse, so dropping would leave no positive case;
-  a positive case whose value fails the format's check gets the property's `example` (a real
-  certificate, key or list) instead, and the rest of the generated body is kept.
+- `x-format: <format>` (a string property holding a certificate, an SSH key, an address
+  list or an ACL rule, also as the items of an array): random strings essentially never
+  parse, so dropping would leave no positive case; a positive case whose value fails the
+  format's check gets the property's `example` (a real certificate, key or list) instead,
+  and the rest of the generated body is kept.
 - `x-path-param: <name>` (a body field repeating a path parameter, as client libraries send
   it): a positive case gets the path parameter's value there.
 - A positive case's `filter` query parameter becomes a valid expression (random text is
@@ -40,7 +41,7 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
 from tunnelgw.http.validation import check_extensions
-from tunnelgw.rules import certmanagement, cidrs, hostnames, reserved_names
+from tunnelgw.rules import acls, certmanagement, cidrs, hostnames, reserved_names
 from tunnelgw.services import listing
 
 
@@ -63,6 +64,7 @@ FORMATS: dict[str, Callable[[str], object]] = {
     # Checked against a valid chain, so the key's own rules are the ones that apply.
     "tls-private-key": lambda value: _tls_part("private_key_pem", _example_chain(), value),
     "cidr": cidrs.canonical,
+    "acl-rule": lambda value: acls.checked([value]),
 }
 
 
@@ -160,17 +162,20 @@ def filter_case(context: Any, case: Any) -> bool:
 def _valid(fmt: str, value: str) -> bool:
     try:
         FORMATS[fmt](value)
-    except (CryptoError, cidrs.CidrError):
+    except (CryptoError, cidrs.CidrError, ApiError):
         return False
     return True
 
 
 def _with_formats(schema: Any, value: Any, root: dict[str, Any]) -> Any:
-    """`value` with each `x-format` string that fails its check replaced by the example."""
+    """`value` with each `x-format` string that fails its check replaced by the example (in
+    objects and in arrays: an ACL's rules)."""
     schema = _resolve(schema, root)
     if isinstance(value, dict):
         props = schema.get("properties", {})
         return {k: _with_formats(props[k], v, root) if k in props else v for k, v in value.items()}
+    if isinstance(value, list) and "items" in schema:
+        return [_with_formats(schema["items"], item, root) for item in value]
     fmt = schema.get("x-format")
     if fmt is not None and isinstance(value, str) and not _valid(fmt, value):
         return schema["example"]
