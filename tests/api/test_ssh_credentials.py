@@ -33,7 +33,10 @@ def test_create_get_list_update_delete(admin, tmp_path, key_type, bits):
     assert admin.get(PATH).json()["ssh_credentials"] == [created]
     changed = admin.patch(url, json={"metadata": "m", "acl": ["bind:env=prod"]}).json()
     assert changed == {**created, "metadata": "m", "acl": ["bind:env=prod"]}
-    assert admin.patch(url, json={"acl": []}).json()["acl"] == []
+    assert admin.patch(url, json={"description": "e", "acl": None}).json()["acl"] == [
+        "bind:env=prod"
+    ]
+    assert admin.patch(url, json={"acl": []}).json() == {**changed, "description": "e", "acl": []}
     assert admin.delete(url).status_code == 204
     assert_error(admin.get(url), 404, "ERR_NOT_FOUND")
 
