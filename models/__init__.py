@@ -6,6 +6,7 @@ from models.api_key import ApiKey
 from models.application_session import ApplicationSession
 from models.application_user import ApplicationUser
 from models.certificate_authority import CertificateAuthority
+from models.credential import Credential
 from models.edge import Edge
 from models.edge_route import EdgeRoute
 from models.endpoint import Endpoint
@@ -24,6 +25,7 @@ from models.quota_usage import QuotaUsage
 from models.reserved_addr import ReservedAddr
 from models.reserved_domain import ReservedDomain
 from models.ssh_certificate_authority import SshCertificateAuthority
+from models.ssh_credential import SshCredential
 from models.ssh_user_certificate import SshUserCertificate
 from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
@@ -37,6 +39,7 @@ __all__ = [
     "ApplicationSession",
     "ApplicationUser",
     "CertificateAuthority",
+    "Credential",
     "Edge",
     "EdgeRoute",
     "Endpoint",
@@ -56,6 +59,7 @@ __all__ = [
     "ReservedAddr",
     "ReservedDomain",
     "SshCertificateAuthority",
+    "SshCredential",
     "SshUserCertificate",
     "TlsCertificate",
     "Tunnel",

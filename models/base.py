@@ -72,8 +72,9 @@ class Described(SQLModel):
 
 
 class Owned(SQLModel):
-    """The owner of a resource that belongs to one principal of its account (API keys; the
-    credentials to come): who may change or delete it is tunnelgw.services.ownership's rule."""
+    """The owner of a resource that belongs to one principal of its account (API keys, tunnel
+    and SSH credentials): who may change or delete it is tunnelgw.services.ownership's rule;
+    deleting the principal deletes it (ON DELETE CASCADE)."""
 
     owner_id: str = id_field(foreign_key="principal.id", ondelete="CASCADE", index=True)
 

@@ -1,26 +1,39 @@
-"""Principals: the users (`usr_`) and bots (`bot_`) of an account that own API keys."""
+"""Principals: the users (`usr_`) and bots (`bot_`) of an account, which own API keys and
+credentials (models.base.Owned). Bots are the API's bot users and service users, one kind
+under two paths (`/bot_users`, `/service_users`); users are made by the CLI and the bootstrap
+only. An inactive principal's API keys do not authenticate (tunnelgw.services.auth)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import Index
-from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
-from tunnelgw.core import timefmt
+from models.base import AccountScoped
+from tunnelgw.core import urls
 
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}
+BOT_PATHS = ("/bot_users", "/service_users")
 
 
-class Principal(Row, table=True):
+class Principal(AccountScoped, table=True):
     __table_args__ = (Index("ix_principal_account_id_id", "account_id", "id"),)
+    # The kind the API creates and lists (bot users); users' ids are `usr_` (PREFIXES).
+    PREFIX: ClassVar[str] = PREFIXES["bot"]
+    PATH: ClassVar[str] = BOT_PATHS[0]
 
-    id: str = id_field(primary_key=True)
-    account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")
     kind: str
     name: str = ""
     is_admin: bool = False
-    created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
+    active: bool = True
+
+    def to_api(self, path: str = BOT_PATHS[0]) -> dict[str, Any]:
+        """The bot user (service user) shape, its `uri` under the collection `path`."""
+        return {
+            "id": self.id,
+            "uri": f"{urls.base()}{path}/{self.id}",
+            "name": self.name,
+            "active": self.active,
+            "created_at": self.api_time("created_at"),
+        }

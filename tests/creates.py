@@ -101,4 +101,15 @@ CREATES: dict[str, Create] = {
         "ip_restriction",
         lambda c, t: {"type": "dashboard", "ip_policy_ids": [_ip_policy(c)]},
     ),
+    # Bot users and service users are principals, as the account's users are (one kind).
+    "service_users.create": Create("/service_users", "principal", lambda c, t: {"name": "svc"}),
+    "bot_users.create": Create("/bot_users", "principal", lambda c, t: {"name": "bot"}),
+    "credentials.create": Create(
+        "/credentials", "credential", lambda c, t: {"acl": ["bind:*.example.com"]}
+    ),
+    "ssh_credentials.create": Create(
+        "/ssh_credentials",
+        "ssh_credential",
+        lambda c, t: {"public_key": ssh_keygen(t, "ed25519")},
+    ),
 }

@@ -369,7 +369,7 @@ def _accounts_create(args: argparse.Namespace) -> int:
 
 
 def _principals_create(args: argparse.Namespace) -> int:
-    from models import Account
+    from models import Account, Principal
 
     async def work(database: Database) -> dict[str, Any]:
         async with database.write() as unit:
@@ -378,6 +378,8 @@ def _principals_create(args: argparse.Namespace) -> int:
             principal = await accounts.create_principal(
                 unit, args.account, args.kind, name=args.name, is_admin=args.admin
             )
+            # The operator's principal is never refused; it counts toward the account's quota.
+            await quotas.forget(unit, args.account, Principal)
             return {**records.as_dict(principal), "created_at": rfc3339(principal.created_at)}
 
     _print(_with_database(work))

@@ -45,7 +45,7 @@ def test_a_get_by_id_is_one_statement_with_the_credential_check(admin, statement
     assert got.status_code == 200
     assert got.json() == created
     assert len(statements) == 1, statements
-    assert "WHERE credential.token_hash = " in statements[0]
+    assert "WHERE bearer_key.token_hash = " in statements[0]
     assert "JOIN http_response_backend ON" in statements[0]
 
 

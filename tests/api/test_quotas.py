@@ -69,7 +69,8 @@ def test_a_create_past_the_quota_is_refused_and_other_accounts_go_on(
 ):
     create = CREATES[op_id]
     path, kind = create.path, create.kind
-    already = 1 if kind == "api_key" else 0  # the account's own admin key
+    # The account's own admin: it is a principal, with a key.
+    already = 1 if kind in ("api_key", "principal") else 0
     quota(**{kind: already + 2})
     made = [create.post(admin, tmp_path) for _ in range(2)]
     assert [r.status_code for r in made] == [201, 201], made[-1].text

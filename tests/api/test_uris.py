@@ -114,6 +114,13 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             "reserved_addrs",
             "tunnels",
             "endpoint_configurations",
+            "ip_policies",
+            "ip_policy_rules",
+            "ip_restrictions",
+            "bot_users",
+            "service_users",
+            "credentials",
+            "ssh_credentials",
         }
         # Refs of every shape the responses carry were followed (a sample of them).
         for ref in (
@@ -125,6 +132,10 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             f"/edges/https/{labels['web-edge']}/routes/{labels['web-root']}",
             f"/endpoint_configurations/{labels['https-config']}",
             f"/event_subscriptions/{labels['audit']}/sources/api_key_created.v0",
+            f"/bot_users/{labels['deployer']}",
+            f"/service_users/{labels['legacy-bot']}",
+            f"/credentials/{labels['edge-agent']}",
+            f"/ssh_credentials/{labels['device-132']}",
         ):
             assert ref in seen, ref
     finally:

@@ -358,6 +358,77 @@ def test_ip_policies_rules_and_restrictions(client, labels):
         policies.get(policy.id)
 
 
+def test_service_users_bot_users_and_credentials(client, live, tmp_path):
+    server, _ = live
+    service = client.service_users.create(name="client bot")  # `active` not sent: true
+    assert (service.id[:4], service.active) == ("bot_", True)
+    assert touch_all(client.service_users.get(service.id)) >= 5
+    # One kind under two paths: the platform's older client class reads the same row.
+    old = client.bot_users.get(service.id)
+    assert (old.name, old.uri) == ("client bot", f"{server.base}/bot_users/{service.id}")
+    assert touch_all(old) >= 5
+    legacy = client.bot_users.create(name="legacy", active=False)
+    assert {legacy.id, service.id} <= {b.id for b in walk(client.bot_users.list(limit=1))}
+    assert {legacy.id, service.id} <= {b.id for b in walk(client.service_users.list(limit=1))}
+    assert client.bot_users.update(legacy.id, name="renamed").active is False
+
+    credentials = client.credentials
+    made = credentials.create(  # the client sends `acl: []` unless given one
+        description="agent", acl=["bind:*.example.com", "bind:env=prod"], owner_id=service.id
+    )
+    assert made.token.startswith("tgwcr_")
+    got = credentials.get(made.id)
+    assert (got.token, got.owner_id, got.acl) == (None, service.id, made.acl)
+    assert touch_all(got) >= 8
+    assert credentials.create().acl == []
+    # The client sends `acl` on update only when given: without it the rules stay...
+    assert credentials.update(made.id, description="agent 2").acl == made.acl
+    # ...and `[]` removes them.
+    assert credentials.update(made.id, acl=[]).acl == []
+    with pytest.raises(ngrok.Error) as bad_rule:
+        credentials.create(acl=["bind:*"])
+    assert bad_rule.value.error_code == "ERR_INVALID_ACL_RULE"
+    assert bad_rule.value.details["field"] == "acl.0"
+    found = credentials.list(filter=f'obj.owner_id == "{service.id}"')
+    assert [c.id for c in found] == [made.id]
+
+    ssh = client.ssh_credentials.create(
+        public_key=ssh_keygen(tmp_path, "ed25519"), acl=["bind:1.tcp.example.com:20002"]
+    )
+    assert touch_all(client.ssh_credentials.get(ssh.id)) >= 8
+    assert client.ssh_credentials.update(ssh.id, metadata="m").acl == ssh.acl
+    assert ssh.id in {c.id for c in walk(client.ssh_credentials.list(limit=1))}
+    with pytest.raises(ngrok.Error) as bad_key:
+        client.ssh_credentials.create(public_key="ssh-ed25519 AAAA")
+    assert bad_key.value.error_code == "ERR_INVALID_SSH_PUBLIC_KEY"
+    client.ssh_credentials.delete(ssh.id)
+
+    # An inactive service user's key is refused until it is active again.
+    key = client.api_keys.create(owner_id=service.id)
+    as_bot = ngrok.Client(key.token, base_url=server.base)
+    assert walk(as_bot.credentials.list())
+    client.service_users.update(service.id, active=False)
+    with pytest.raises(ngrok.Error) as inactive:
+        as_bot.credentials.list()
+    assert (inactive.value.http_status_code, inactive.value.error_code) == (
+        403,
+        "ERR_PRINCIPAL_INACTIVE",
+    )
+    client.bot_users.update(service.id, active=True)
+    assert walk(as_bot.credentials.list())
+
+    # Deleted, with what it owns.
+    client.service_users.delete(service.id)
+    client.bot_users.delete(legacy.id)
+    with pytest.raises(ngrok.NotFoundError):
+        credentials.get(made.id)
+    with pytest.raises(ngrok.NotFoundError):
+        client.bot_users.get(service.id)
+    with pytest.raises(ngrok.Error) as revoked:
+        as_bot.credentials.list()
+    assert revoked.value.http_status_code == 401
+
+
 def test_errors_reach_the_client_as_its_errors(client):
     with pytest.raises(ngrok.Error) as unknown:
         client.api_keys.list(filter="obj.nope == 1")

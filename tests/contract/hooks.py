@@ -4,10 +4,11 @@ because OpenAPI 3.0 cannot express them.
 - `x-max-bytes`, `x-key-pattern` (any property) and `x-check: <rule>` (a request schema's
   cross-field rule, e.g. `valid_until` later than `valid_after`): a positive (valid-by-schema)
   case that breaks one is not valid input; it is dropped, not sent.
-- `x-format: <format>` (a string property holding a certificate, an SSH key or an address
-  list): random strings essentially never parse, so dropping would leave no positive case;
-  a positive case whose value fails the format's check gets the property's `example` (a real
-  certificate, key or list) instead, and the rest of the generated body is kept.
+- `x-format: <format>` (a string property holding a certificate, an SSH key, an address
+  list or an ACL rule, also as the items of an array): random strings essentially never
+  parse, so dropping would leave no positive case; a positive case whose value fails the
+  format's check gets the property's `example` (a real certificate, key or list) instead,
+  and the rest of the generated body is kept.
 - `x-path-param: <name>` (a body field repeating a path parameter, as client libraries send
   it): a positive case gets the path parameter's value there.
 - A positive case's `filter` query parameter becomes a valid expression (random text is
@@ -17,8 +18,7 @@ because OpenAPI 3.0 cannot express them.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
-  `before_call`): the run must not lock its own account out of the API. A positive rule or
-  restriction create names the example fixture's IP policy (`TUNNELGW_CONTRACT_IP_POLICY`).
+  `before_call`): the run must not lock its own account out of the API.
 - No case deletes the run's own API key (`TUNNELGW_CONTRACT_OWN_KEY`): the stateful phase
   infers a link from `GET /api_keys` to `DELETE /api_keys/{id}` with any listed key (the
   served spec's named schemas tell it that `keys` are API keys), and once the run's own key
@@ -46,7 +46,7 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
 from tunnelgw.http.validation import check_extensions
-from tunnelgw.rules import certmanagement, cidrs, hostnames, reserved_names
+from tunnelgw.rules import acls, certmanagement, cidrs, hostnames, reserved_names
 from tunnelgw.services import listing
 
 
@@ -69,6 +69,7 @@ FORMATS: dict[str, Callable[[str], object]] = {
     # Checked against a valid chain, so the key's own rules are the ones that apply.
     "tls-private-key": lambda value: _tls_part("private_key_pem", _example_chain(), value),
     "cidr": cidrs.canonical,
+    "acl-rule": lambda value: acls.checked([value]),
 }
 
 
@@ -181,17 +182,20 @@ def filter_case(context: Any, case: Any) -> bool:
 def _valid(fmt: str, value: str) -> bool:
     try:
         FORMATS[fmt](value)
-    except (CryptoError, cidrs.CidrError):
+    except (CryptoError, cidrs.CidrError, ApiError):
         return False
     return True
 
 
 def _with_formats(schema: Any, value: Any, root: dict[str, Any]) -> Any:
-    """`value` with each `x-format` string that fails its check replaced by the example."""
+    """`value` with each `x-format` string that fails its check replaced by the example (in
+    objects and in arrays: an ACL's rules)."""
     schema = _resolve(schema, root)
     if isinstance(value, dict):
         props = schema.get("properties", {})
         return {k: _with_formats(props[k], v, root) if k in props else v for k, v in value.items()}
+    if isinstance(value, list) and "items" in schema:
+        return [_with_formats(schema["items"], item, root) for item in value]
     fmt = schema.get("x-format")
     if fmt is not None and isinstance(value, str) and not _valid(fmt, value):
         return schema["example"]
@@ -271,30 +275,11 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         case.body.get("name") or case.body.get("domain")
     ):
         case.body = _fresh_domain({**case.body, "domain": "example.com"})
-    _with_ip_policy(schema, case)
     if case.body.get("type") == "api" and "ip_policy_ids" in schema.get("properties", {}):
         # An `api` IP restriction could lock the run's account out of its own API (the
         # generated policies rarely allow 127.0.0.1): its behaviour is tested by
         # tests/api/test_ip_restrictions.py; here the same body restricts the dashboard.
         case.body = {**case.body, "type": "dashboard"}
-
-
-# An IP policy of the run's account (the example fixture's), for the creates that name one.
-IP_POLICY = os.environ.get("TUNNELGW_CONTRACT_IP_POLICY", "")
-
-
-def _with_ip_policy(schema: dict[str, Any], case: Any) -> None:
-    """A positive body naming IP policies (a rule's create, a restriction's create or update)
-    names one of the account: generated ids never exist (404 every time, which the run
-    reports as missing test data); the 404 of an unknown policy is tested by
-    tests/api/test_ip_policies.py and test_ip_restrictions.py."""
-    props = schema.get("properties", {})
-    if not IP_POLICY or not {"ip_policy_id", "ip_policy_ids"} & set(props):
-        return
-    if isinstance(case.body.get("ip_policy_ids"), list) and case.body["ip_policy_ids"]:
-        case.body = {**case.body, "ip_policy_ids": [IP_POLICY]}
-    if isinstance(case.body.get("ip_policy_id"), str):
-        case.body = {**case.body, "ip_policy_id": IP_POLICY}
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:

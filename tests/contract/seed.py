@@ -1,7 +1,7 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
-backend for the backend module), seeded into the contract account, and the Schemathesis
-config that points operations at them.
+backend for the backend module, an IP policy and IP restrictions using it), seeded into the
+contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
 warning, and warnings fail the run. Each `{id}` operation gets a row of its own (a delete
@@ -26,6 +26,9 @@ from models import (
     EndpointConfiguration,
     EventSource,
     EventSubscription,
+    IpPolicy,
+    IpRestriction,
+    IpRestrictionPolicy,
     Tunnel,
     TunnelGroupBackend,
 )
@@ -33,8 +36,8 @@ from tunnelgw.core import ids
 from tunnelgw.storage.unit import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
-# (`path.<name>`, `body.<field>`).
-Entries = list[tuple[tuple[str, str], dict[str, str]]]
+# (`path.<name>`, `body.<field>`; a list for an array field).
+Entries = list[tuple[tuple[str, str], dict[str, str | list[str]]]]
 
 _SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
 SEEDED_TYPES = [
@@ -97,9 +100,27 @@ async def seed(session: Unit, account_id: str) -> Entries:
     backend = TunnelGroupBackend.new(
         id=ids.new_id(TunnelGroupBackend.PREFIX), account_id=account_id
     )
+    # An IP policy for the restriction operations: a create names existing policies, which
+    # random ids never are; and a restriction (of the dashboard) for each `{id}` operation.
+    policy = IpPolicy.new(id=ids.new_id(IpPolicy.PREFIX), account_id=account_id)
+    restrictions = [
+        IpRestriction.new(
+            id=ids.new_id(IpRestriction.PREFIX), account_id=account_id, type="dashboard"
+        )
+        for _ in range(3)
+    ]
     rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
-    session.add_all([*rows, subscription, edge, backend])
+    session.add_all([*rows, subscription, edge, backend, policy, *restrictions])
     await session.flush()
+    session.add_all(
+        IpRestrictionPolicy.new(
+            restriction_id=restriction.id,
+            position=0,
+            ip_policy_id=policy.id,
+            account_id=account_id,
+        )
+        for restriction in restrictions
+    )
     session.add_all(
         EventSource.new(subscription_id=subscription.id, type=type_, account_id=account_id)
         for type_ in SEEDED_TYPES
@@ -131,6 +152,14 @@ async def seed(session: Unit, account_id: str) -> Entries:
             ("include-path", "/edges/tls/{id}/backend"),
             {"path.id": edge.id, "body.backend_id": backend.id},
         ),
+        (("include-operation-id", "ip_restrictions.create"), {"body.ip_policy_ids": [policy.id]}),
+        (("include-operation-id", "ip_policy_rules.create"), {"body.ip_policy_id": policy.id}),
+        (("include-operation-id", "ip_restrictions.get"), {"path.id": restrictions[0].id}),
+        (
+            ("include-operation-id", "ip_restrictions.update"),
+            {"path.id": restrictions[1].id, "body.ip_policy_ids": [policy.id]},
+        ),
+        (("include-operation-id", "ip_restrictions.delete"), {"path.id": restrictions[2].id}),
     ]
 
 
@@ -145,4 +174,6 @@ def config(base: Path, target: Path, entries: Entries) -> Path:
 
 
 def _toml(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -98,10 +98,8 @@ def server(
     with _live_server(tmp_path_factory, settings, "contract") as (srv, contract):
         creds, entries = _contract_account(contract.resolved_database_url())
         # The example world, through the same loader as `tunnelgw seed` (api items via an
-        # in-process app), so lists and reads validate real rows of every kind. Its IP policy
-        # is the one the run's rule and restriction creates name (tests/contract/hooks.py).
-        loaded = fixtures.load(EXAMPLE, contract, creds.account_id)
-        os.environ["TUNNELGW_CONTRACT_IP_POLICY"] = loaded["labels"]["office"]
+        # in-process app), so lists and reads validate real rows of every kind.
+        fixtures.load(EXAMPLE, contract, creds.account_id)
         yield srv.base, creds, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", entries)
 
 

@@ -370,6 +370,40 @@ def test_client_compatibility_revision_fills_existing_rows_and_goes_back(url):
     engine.dispose()
 
 
+def test_0008_makes_existing_principals_active_and_goes_back(url):
+    """0008 (issue 20): principals of older databases are active (their keys keep working);
+    the credential tables go on a downgrade and come back on the next upgrade."""
+    from sqlalchemy import text
+
+    from tunnelgw.core import ids
+
+    _alembic(url, "upgrade", "0007")
+    account, user = ids.new_id("acct"), ids.new_id("usr")
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO account (id, name, created_at) VALUES (:a, '', CURRENT_TIMESTAMP)"),
+            {"a": account},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO principal (id, account_id, kind, name, is_admin, created_at)"
+                " VALUES (:id, :a, 'user', 'admin', :admin, CURRENT_TIMESTAMP)"
+            ),
+            {"id": user, "a": account, "admin": True},
+        )
+    engine.dispose()
+    _alembic(url, "upgrade", "head")
+    _alembic(url, "downgrade", "0007")
+    _alembic(url, "upgrade", "head")
+    engine = create_engine(migrate.sync_url(url))
+    with engine.connect() as conn:
+        active = conn.execute(text("SELECT active FROM principal WHERE id = :id"), {"id": user})
+        assert active.scalar() in (True, 1)
+        assert conn.execute(text("SELECT count(*) FROM credential")).scalar() == 0
+    engine.dispose()
+
+
 def test_the_server_process_keeps_the_migration_stack_out(url):
     """`tunnelgw serve` migrates a new database in a forked child and then serves through the
     serving driver: neither Alembic nor psycopg (Alembic's PostgreSQL driver, ~9 MiB with

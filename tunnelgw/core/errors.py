@@ -57,6 +57,10 @@ class Code(enum.Enum):
     UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
     INVALID_CIDR = (400, "The value is not an IPv4 or IPv6 address or CIDR network.")
+    INVALID_ACL_RULE = (
+        400,
+        "An ACL rule is not '*' or 'bind:' and a hostname, a host:port address or a label.",
+    )
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
@@ -77,6 +81,10 @@ class Code(enum.Enum):
     IP_RESTRICTED = (
         403,
         "An enforced IP restriction of the account does not allow requests from this address.",
+    )
+    PRINCIPAL_INACTIVE = (
+        403,
+        "The API key belongs to an inactive bot user; an admin can make it active again.",
     )
     # 404 / 405: what is being addressed.
     NOT_FOUND = (404, "No such resource.")

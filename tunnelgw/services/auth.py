@@ -2,7 +2,8 @@
 
 Tokens are 256-bit random strings; only their SHA-256 is stored (a token has full entropy,
 so a slow password hash would add cost without adding safety). Every request looks the key
-up again: a deleted key fails on the very next request, on every worker.
+up again, with its owner: a deleted key, or one of an inactive bot user, fails on the very next
+request, on every worker.
 """
 
 from __future__ import annotations
@@ -71,30 +72,41 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
-        found, carried = found[:7], found[7]
+        found, carried = found[:8], found[8]
         _carried.set((target[0], target[1], carried if carried.id is not None else None))
-    _, key_id, principal_id, account_id, is_admin, clock_offset, api_restriction = found
+    _, key_id, principal_id, account_id, is_admin, active, clock_offset, api_restriction = found
+    if not active:
+        raise ApiError(
+            Code.PRINCIPAL_INACTIVE,
+            f"The API key {key_id!r} belongs to the bot user {principal_id!r}, which is "
+            "inactive: its keys authenticate again once an admin makes it active "
+            "(PATCH /bot_users/{id} with active true).",
+            principal_id=principal_id,
+        )
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
     caller = Caller(account_id, principal_id, is_admin, key_id, api_restriction)
     return {"sub": principal_id, "caller": caller}
 
 
-# The credential's key under an alias: a carried row may be an API key too.
-_KEY = aliased(ApiKey, name="credential")
+# The credential's key and its owner under aliases: a carried row may be an API key or a
+# principal (a bot user) too.
+_KEY = aliased(ApiKey, name="bearer_key")
+_OWNER = aliased(Principal, name="owner")
 _CREDENTIAL = (
     select(
         col(_KEY.token_hash),
         col(_KEY.id),
-        col(Principal.id),
-        col(Principal.account_id),
-        col(Principal.is_admin),
+        col(_OWNER.id),
+        col(_OWNER.account_id),
+        col(_OWNER.is_admin),
+        col(_OWNER.active),
         col(Account.clock_offset_seconds),
         col(Account.api_restriction),
     )
     .select_from(_KEY)
-    .join(Principal, col(Principal.id) == col(_KEY.owner_id))
-    .join(Account, col(Account.id) == col(Principal.account_id))
+    .join(_OWNER, col(_OWNER.id) == col(_KEY.owner_id))
+    .join(Account, col(Account.id) == col(_OWNER.account_id))
     .where(col(_KEY.token_hash) == bindparam("digest"))
 )
 _BY_TOKEN_HASH = Query(_CREDENTIAL)

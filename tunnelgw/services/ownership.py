@@ -1,6 +1,7 @@
-"""Owned resources (models.base.Owned: API keys, the credentials to come): every principal of
-the account reads them; a non-admin creates, changes and deletes only its own; an admin any of
-the account's. So an admin's keys, the account's last one included, go only by an admin's hand.
+"""Owned resources (models.base.Owned: API keys, tunnel credentials, SSH credentials): every
+principal of the account reads them; a non-admin creates, changes and deletes only its own; an
+admin any of the account's. So an admin's keys, the account's last one included, go only by an
+admin's hand. They go with their owner (a deleted bot user's foreign keys cascade).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ async def owner(unit: Unit, caller: Caller, owner_id: str | None) -> Principal:
             "Only an admin may name another principal as the owner.",
             field="owner_id",
         )
-    principal = await unit.get(Principal, owner_id)
+    # Share-locked: a concurrent delete of the principal (which would take the new row with
+    # it) waits for this unit, or this unit for it and then finds no principal (404).
+    principal = await unit.get(Principal, owner_id, lock="share")
     if principal is None or principal.account_id != caller.account_id:
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,

@@ -1,0 +1,67 @@
+"""SSH credentials (`/ssh_credentials`): SSH public keys that start tunnels through an SSH
+gateway. The key is checked as an SSH user certificate's is (tunnelgw.crypto.ssh), stored as
+sent and never changes. Owned resources with ACL rules, as tunnel credentials
+(handlers.credentials)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import SshCredential
+from tunnelgw.core import ids
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.crypto import CryptoError
+from tunnelgw.rules import acls
+from tunnelgw.services import auth, crud, ownership, quotas
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+
+
+def _checked_key(text: str) -> str:
+    """`text` when it is an SSH public key an SSH user certificate could certify; ApiError
+    (400) with the same catalog codes otherwise."""
+    from tunnelgw.crypto import ssh  # cryptography (~8 MiB): loaded at first use
+
+    try:
+        ssh.parse_user_public_key(text)
+    except CryptoError as exc:
+        # Rule names are catalog code names (tests/unit/test_crypto_x509.py keeps them so).
+        raise ApiError(Code[exc.rule.name], exc.msg, field=exc.field or "public_key") from None
+    return text
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    caller = auth.caller()
+    public_key = _checked_key(body["public_key"])
+    acl = acls.checked(body.get("acl"))
+    async with db.write() as unit:
+        owner = await ownership.owner(unit, caller, body.get("owner_id"))
+        credential = SshCredential.new(
+            id=ids.new_id(SshCredential.PREFIX),
+            account_id=caller.account_id,
+            owner_id=owner.id,
+            public_key=public_key,
+            acl=acl,
+        )
+        crud.apply_patch(credential, body, crud.DESCRIBED_FIELDS)
+        await quotas.add(unit, credential)
+    return credential.to_api(), 201
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    body = body or {}
+    acl = acls.checked(body["acl"]) if body.get("acl") is not None else None
+
+    def change(credential: SshCredential) -> None:
+        crud.apply_patch(credential, body, crud.DESCRIBED_FIELDS)
+        if acl is not None:
+            credential.acl = acl
+
+    return await crud.update_one(SshCredential, id, change)
+
+
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); delete
+# applies the ownership rule to the owned model (crud.get_managed).
+resource = crud.Resource(SshCredential, "ssh_credentials")
+get, list, delete = resource.get, resource.list, resource.delete
