@@ -112,4 +112,9 @@ CREATES: dict[str, Create] = {
         "ssh_credential",
         lambda c, t: {"public_key": ssh_keygen(t, "ed25519")},
     ),
+    "event_destinations.create": Create(
+        "/event_destinations",
+        "event_destination",
+        lambda c, t: {"target": {"datadog": {"api_key": _unique("dd-")}}},
+    ),
 }

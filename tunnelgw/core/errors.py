@@ -64,6 +64,13 @@ class Code(enum.Enum):
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
+    # 400: event destinations (tunnelgw.rules.event_targets).
+    INVALID_EVENT_TARGET = (
+        400,
+        "The target must set exactly one of firehose, kinesis, cloudwatch_logs, datadog and "
+        "azure_logs_ingestion.",
+    )
+    INVALID_AWS_AUTH = (400, "An AWS target's auth must set exactly one of role or creds.")
     # 400: list filters (tunnelgw.rules.filtering); the message gives the column.
     FILTER_SYNTAX = (400, "The filter is not a valid expression.")
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
@@ -105,6 +112,11 @@ class Code(enum.Enum):
     IP_POLICY_IN_USE = (
         409,
         "An IP restriction uses the IP policy; take it out of the restriction first.",
+    )
+    EVENT_DESTINATION_IN_USE = (
+        409,
+        "An event subscription sends to the event destination; take it out of the subscription "
+        "first.",
     )
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
