@@ -11,7 +11,9 @@ import pytest
 
 from models import EventDestination
 from tests.factories import assert_error, database_dump, in_dump
+from tunnelgw import fixtures
 from tunnelgw.crypto import keys
+from tunnelgw.fixtures import FixtureError
 from tunnelgw.storage import records
 
 PATH = "/event_destinations"
@@ -249,3 +251,43 @@ def test_list_pages(admin):
     assert [item["id"] for item in first["event_destinations"]] == made[::-1][:2]
     nxt = first["next_page_uri"].removeprefix("http://testserver")
     assert admin.get(nxt).json()["event_destinations"][0]["id"] == made[0]
+
+
+FIXTURE = """\
+version: 1
+api:
+  event_destinations:
+    - ref: stream
+      target:
+        kinesis:
+          stream_arn: arn:aws:kinesis:us-east-1:1:stream/s
+          auth: {role: {role_arn: "arn:aws:iam::1:role/r"}}
+    - {ref: dd, description: to datadog, target: {datadog: {api_key: fixture-dd-key}}}
+  event_subscriptions:
+    - {ref: audit, sources: [{type: api_key_created.v0}], destination_ids: ["@stream", "@dd"]}
+"""
+
+
+def test_fixtures_create_destinations_and_subscriptions_naming_them(
+    admin, factory, settings, tmp_path
+):
+    path = tmp_path / "destinations.yaml"
+    path.write_text(FIXTURE)
+    labels = fixtures.load(path, settings, admin.creds.account_id)["labels"]
+    subscription = admin.get(f"/event_subscriptions/{labels['audit']}").json()
+    assert [ref["id"] for ref in subscription["destinations"]] == sorted(
+        [labels["stream"], labels["dd"]]
+    )
+    dd = admin.get(f"{PATH}/{labels['dd']}").json()
+    assert (dd["description"], dd["target"]["datadog"]["api_key"]) == ("to datadog", "")
+    assert _credential(factory, labels["dd"]) == "fixture-dd-key"
+    # A label of another kind is refused before anything is written.
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(
+        "version: 1\napi:\n  ip_policies: [{ref: p}]\n"
+        '  event_subscriptions: [{destination_ids: ["@p"]}]\n'
+    )
+    with pytest.raises(FixtureError) as caught:
+        fixtures.load(wrong, settings, admin.creds.account_id)
+    assert not caught.value.written
+    assert "event_destination" in caught.value.issues[0].message
