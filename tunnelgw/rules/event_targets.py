@@ -38,7 +38,7 @@ class Target:
 
 
 def checked_format(value: str | None) -> str | None:
-    """The format to store, as given (the schema admits `json` and `JSON`); None for unset
+    """The format to store, as given (the schema admits `json` in any case); None for unset
     (`""`, null)."""
     return value or None
 
