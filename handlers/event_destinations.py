@@ -56,7 +56,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     format_ = event_targets.checked_format(body.get("format"))
-    target = None if body.get("target") is None else event_targets.checked_target(body["target"])
+    target = event_targets.check_update(body)
     async with db.write() as unit:
         destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
         crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
