@@ -263,6 +263,8 @@ def test_sunset_operations_are_deprecated_and_say_so(path, method, op):
     if sunset:
         assert op["description"].startswith("**Sunset.**"), (method, path)
         assert "2025-12-31" in op["description"]
+        # The line names the replacement.
+        assert "cloud endpoints with traffic policy" in op["description"], (method, path)
     assert path.startswith(("/backends/", "/edges/")) is sunset, (method, path)
 
 
