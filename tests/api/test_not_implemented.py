@@ -26,16 +26,27 @@ def test_a_retired_module_operation_is_501_and_names_it(admin):
     assert response.headers["Operation-Id"] == error["details"]["operation_id"]
 
 
-def test_a_method_the_platform_has_on_a_served_path_is_501_not_405(admin):
-    error = assert_error(admin.post("/edges/https", json={}), 501, "ERR_NOT_IMPLEMENTED")
+def test_a_method_the_platform_has_on_a_served_path_stays_405_and_names_it(admin):
+    """HTTP's 405 (the path exists; its other methods are served, see Allow), which contract
+    tests expect of an undeclared method; the message and details name the operation."""
+    response = admin.post("/edges/https", json={})
+    error = assert_error(response, 405, "ERR_METHOD_NOT_ALLOWED")
     assert error["details"]["operation"] == "POST /edges/https"
-    assert "Allow" not in admin.post("/edges/https", json={}).headers
+    assert error["details"]["family"] == "edges/https"
+    assert "POST /edges/https is an operation of the platform's API" in error["msg"]
+    assert response.headers["Allow"] == "GET"
+
+
+SERVED_PATHS = {platform.path_shape(path) for path in spec.load()["paths"]}
 
 
 @pytest.mark.parametrize("op", UNSERVED, ids=lambda op: op.name)
-def test_every_unserved_operation_is_501(admin, op):
+def test_every_unserved_operation_is_501_or_405_and_named(admin, op):
     response = admin.request(op.method, _concrete(op.path), json={})
-    error = assert_error(response, 501, "ERR_NOT_IMPLEMENTED")
+    if op.shape in SERVED_PATHS:
+        error = assert_error(response, 405, "ERR_METHOD_NOT_ALLOWED")
+    else:
+        error = assert_error(response, 501, "ERR_NOT_IMPLEMENTED")
     assert (error["details"]["operation"], error["details"]["family"]) == (op.name, op.family)
     retired = "retired this family on 2025-12-31" in error["msg"]
     assert retired == (op.status == "retired")

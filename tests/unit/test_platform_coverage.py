@@ -31,8 +31,9 @@ def expected_section() -> str:
         done = sum(op in served for op in mine)
         counts.append(f"- {status}: {done} of {len(mine)} operations served")
     rows = ["| status | family | method | path | here |", "|---|---|---|---|---|"]
+    spec_paths = {platform.path_shape(path) for path in SPEC["paths"]}
     for op in ops:
-        here = "served" if op in served else "501"
+        here = "served" if op in served else "405" if op.shape in spec_paths else "501"
         rows.append(f"| {op.status} | {op.family} | {op.method} | `{op.path}` | {here} |")
     platform_shapes = {(op.method, op.shape) for op in ops}
     extra = [

@@ -66,9 +66,9 @@ class ErrorRenderer:
     """Connexion error handler: the error body for any exception, with `Operation-Id`.
 
     `Allow` on a 405 is computed from the spec (Starlette's lists only the first route that
-    matched the path, not every method of the path). A 404 or 405 for an operation of the
-    platform's API that the spec does not serve is 501 ERR_NOT_IMPLEMENTED naming it
-    (tunnelgw.core.platform).
+    matched the path, not every method of the path). A 404 for an operation of the platform's
+    API that the spec does not serve is 501 ERR_NOT_IMPLEMENTED naming it
+    (tunnelgw.core.platform); a 405 for one stays 405 and names it too.
     """
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -102,7 +102,7 @@ class ErrorRenderer:
         error = to_api_error(exc, request.headers)
         if error.code in _NO_ROUTE:
             op = self.platform_operation(request.method, request.url.path)
-            error = error if op is None else not_implemented(op)
+            error = error if op is None else not_implemented(op, error.code)
         op_id = operation_id(request.scope)
         if error.details.get("injected"):  # a fault rule's answer (admin API), not a failure
             log.info("%s %s: %s (%s)", request.method, request.url.path, error.msg, op_id)
@@ -125,8 +125,11 @@ _METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 _NO_ROUTE = (Code.ROUTE_NOT_FOUND, Code.METHOD_NOT_ALLOWED)
 
 
-def not_implemented(op: Operation) -> ApiError:
-    """501 for the platform's operation `op`, which this server does not serve."""
+def not_implemented(op: Operation, code: Code = Code.NOT_IMPLEMENTED) -> ApiError:
+    """The error for the platform's operation `op`, which this server does not serve: 501
+    ERR_NOT_IMPLEMENTED where the spec lacks the path; on a path the spec has (another
+    method of it served), 405 ERR_METHOD_NOT_ALLOWED as HTTP has it, with its `Allow` header,
+    naming the operation all the same."""
     if op.status == "retired":
         why = (
             "the platform retired this family on 2025-12-31 in favour of cloud endpoints and "
@@ -135,7 +138,7 @@ def not_implemented(op: Operation) -> ApiError:
     else:
         why = "this server does not serve it (yet)"
     return ApiError(
-        Code.NOT_IMPLEMENTED,
+        Code.NOT_IMPLEMENTED if code is Code.ROUTE_NOT_FOUND else code,
         f"{op.name} is an operation of the platform's API (family {op.family}): {why}. "
         "docs/platform-coverage.md lists what is served.",
         operation=op.name,
