@@ -9,6 +9,7 @@ import pytest
 
 from models import Endpoint
 from tests.factories import assert_error
+from tunnelgw.core import settings as settings_module
 
 PATH = "/abuse_reports"
 CLOCK = "/_admin/clock"
@@ -137,3 +138,13 @@ def test_unknown_ids_and_no_other_operations(admin):
     report = admin.post(PATH, json={"urls": ["https://a.example/"]}).json()
     assert_error(admin.delete(f"{PATH}/{report['id']}"), 405, "ERR_METHOD_NOT_ALLOWED")
     assert_error(admin.get(PATH), 405, "ERR_METHOD_NOT_ALLOWED")
+
+
+@pytest.mark.inprocess  # sets the serving app's settings
+def test_no_review_time_decides_at_once(admin, monkeypatch):
+    monkeypatch.setattr(settings_module.current(), "abuse_report_review_seconds", 0)
+    report = admin.post(PATH, json={"urls": ["https://a.example/", "https://b.example/"]}).json()
+    assert _statuses(report) == ("PROCESSED", [("a.example", "IGNORE"), ("b.example", "IGNORE")])
+    # A report keeps the review time it was filed with.
+    monkeypatch.setattr(settings_module.current(), "abuse_report_review_seconds", 3600)
+    assert admin.get(f"{PATH}/{report['id']}").json() == report

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tunnelgw.core import platform
@@ -96,3 +97,15 @@ def test_every_served_operation_of_a_family_the_spec_serves_is_counted():
             retired = by_shape[key].status == "retired"
             if "bot_users" not in op["tags"]:
                 assert bool(op.get("deprecated")) == retired, (method, path)
+
+
+def test_a_malformed_data_file_is_refused(tmp_path, monkeypatch):
+    bad = tmp_path / "ops.yaml"
+    bad.write_text('operations:\n  - [current, vaults, FETCH, "/vaults"]\n')
+    monkeypatch.setattr(platform, "DATA_FILE", bad)
+    platform.operations.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="bad entry"):
+            platform.operations()
+    finally:
+        platform.operations.cache_clear()
