@@ -33,7 +33,13 @@ def test_create_get_list_update_delete(admin, ca, tmp_path):
         json=_body(
             ca["id"],
             host_key,
-            principals=["Build-7.Example.com", "10.2.42.9", "*.build.example.com", "2001:DB8::1"],
+            principals=[
+                "Build-7.Example.com",
+                "10.2.42.9",
+                "*.build.example.com",
+                "2001:DB8::1",
+                "build-7.example.com",  # the first one again, once lower-cased: kept once
+            ],
             valid_after="2026-11-21T10:11:14+01:00",
             description="build 7",
             metadata='{"rack": 2}',
