@@ -33,6 +33,7 @@ RESOURCES = [
     "reserved_domain",
     "ssh_certificate_authority",
     "ssh_credential",
+    "ssh_host_certificate",
     "ssh_user_certificate",
     "tls_certificate",
     "tls_edge",

@@ -121,6 +121,7 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             "service_users",
             "credentials",
             "ssh_credentials",
+            "ssh_host_certificates",
         }
         # Refs of every shape the responses carry were followed (a sample of them).
         for ref in (
@@ -136,7 +137,11 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             f"/service_users/{labels['legacy-bot']}",
             f"/credentials/{labels['edge-agent']}",
             f"/ssh_credentials/{labels['device-132']}",
+            f"/ssh_host_certificates/{labels['bastion-cert']}",
         ):
             assert ref in seen, ref
+        # Abuse reports have no list to reach them from: their own uri answers.
+        report = admin.get(f"/abuse_reports/{labels['phishing-report']}").json()
+        assert admin.get(report["uri"].removeprefix(BASE)).json() == report
     finally:
         _reset(settings, account)

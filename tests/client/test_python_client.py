@@ -51,6 +51,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         env={
             "TUNNELGW_VERSION_HEADER_ALIASES": CLIENT_VERSION_HEADER,
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+            # Abuse reports are reviewed at once (this server has no admin API clock).
+            "TUNNELGW_ABUSE_REPORT_REVIEW_SECONDS": "0",
         },
     )
     server.start()
@@ -427,6 +429,63 @@ def test_service_users_bot_users_and_credentials(client, live, tmp_path):
     with pytest.raises(ngrok.Error) as revoked:
         as_bot.credentials.list()
     assert revoked.value.http_status_code == 401
+
+
+def test_ssh_host_certificates(client, tmp_path):
+    ca = client.ssh_certificate_authorities.create(description="hosts")
+    certs = client.ssh_host_certificates
+    # valid_after/valid_until default to datetime.min, which the client cannot encode: strings.
+    cert = certs.create(
+        ssh_certificate_authority_id=ca.id,
+        public_key=ssh_keygen(tmp_path, "ed25519"),
+        principals=["Build-7.Example.com", "10.2.42.9"],
+        valid_after="2030-01-01T00:00:00Z",
+        valid_until="",
+        description="build 7",
+    )
+    assert cert.principals == ["build-7.example.com", "10.2.42.9"]
+    assert (cert.valid_after, cert.valid_until) == ("2030-01-01T00:00:00Z", "2031-01-01T00:00:00Z")
+    assert cert.certificate.startswith("ssh-ed25519-cert-v01@openssh.com ")
+    assert touch_all(certs.get(cert.id)) >= 12
+    assert cert.id in {c.id for c in walk(certs.list(limit=1))}
+    assert certs.update(cert.id, metadata="m2").metadata == "m2"
+    with pytest.raises(ngrok.Error) as bad:
+        certs.create(
+            ssh_certificate_authority_id=ca.id,
+            public_key=cert.public_key,
+            principals=["not a host"],
+            valid_after="",
+            valid_until="",
+        )
+    assert bad.value.error_code == "ERR_INVALID_HOST_PRINCIPAL"
+    certs.delete(cert.id)
+    client.ssh_certificate_authorities.delete(ca.id)
+
+
+def test_abuse_reports(client):
+    reports = client.abuse_reports
+    # app.example.com is a reserved domain of the example fixture; the other is unknown.
+    urls = ["https://APP.example.com/login", "https://x.example.net/"]
+    report = reports.create(urls=urls, metadata='{"ticket": 1}')
+    assert (report.urls, report.metadata, report.status) == (urls, '{"ticket": 1}', "PROCESSED")
+    assert [(h.hostname, h.status) for h in report.hostnames] == [
+        ("app.example.com", "BANNED"),
+        ("x.example.net", "IGNORE"),
+    ]
+    assert touch_all(reports.get(report.id)) >= 9
+    with pytest.raises(ngrok.Error) as bad:
+        reports.create(urls=["not a url"])
+    assert bad.value.error_code == "ERR_INVALID_URL"
+
+
+def test_operations_this_server_does_not_serve_raise_a_501(client):
+    """The client turns every 5xx into a RuntimeError carrying the body (ngrok/http_client.py),
+    so the 501's code and the operation it names reach the caller in its message."""
+    with pytest.raises(RuntimeError) as unserved:
+        client.edge_modules.https_edge_mutual_tls.get("edghts_2pQcN3uHk0xVnFj2ZqB4CSdIm6L")
+    body = json.loads(str(unserved.value).partition(" and body ")[2][1:-1])
+    assert (body["status_code"], body["error_code"]) == (501, "ERR_NOT_IMPLEMENTED")
+    assert body["details"]["operation"] == "GET /edges/https/{id}/mutual_tls"
 
 
 def test_errors_reach_the_client_as_its_errors(client):

@@ -63,6 +63,13 @@ def _tls_part(field: str, chain: str, key: str) -> None:
             raise
 
 
+def _valid_or_raise(checked: str | None) -> str:
+    """A rule that answers None for an invalid value, as a check that raises."""
+    if checked is None:
+        raise CryptoError(Rule.INVALID_FIELD, "invalid")
+    return checked
+
+
 # `x-format` name -> the server's check of one value (raises CryptoError when invalid).
 FORMATS: dict[str, Callable[[str], object]] = {
     "x509-ca-pem": x509.parse_ca,
@@ -73,6 +80,8 @@ FORMATS: dict[str, Callable[[str], object]] = {
     "tls-private-key": lambda value: _tls_part("private_key_pem", _example_chain(), value),
     "cidr": cidrs.canonical,
     "acl-rule": lambda value: acls.checked([value]),
+    "ssh-host-principal": lambda value: _valid_or_raise(hostnames.ssh_host_principal(value)),
+    "abuse-url": lambda value: _valid_or_raise(hostnames.url_hostname(value)),
 }
 
 
@@ -88,6 +97,12 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "ssh-validity": lambda body: ssh.validity(
         body.get("valid_after"), body.get("valid_until"), timefmt.utcnow()
+    ),
+    "ssh-host-validity": lambda body: ssh.validity(
+        body.get("valid_after"),
+        body.get("valid_until"),
+        timefmt.utcnow(),
+        ssh.DEFAULT_HOST_VALIDITY,
     ),
     "reserved-domain-create": lambda body: _reserved_domain_create(body),
     "reserved-domain-certificate": certmanagement.check_exclusive,
