@@ -251,3 +251,48 @@ def test_find_secret_resolves_vault_and_secret_names(admin, other, factory):
     admin.patch(f"{VAULTS}/{vault['id']}", json={"name": "renamed"})
     assert find(account, "prod-vault", "api-token") is None
     assert find(account, "renamed", "api-token").id == secret["id"]
+
+
+FIXTURE = """
+version: 1
+api:
+  vaults:
+    - {ref: prod, name: prod-vault}
+  vault_secrets:
+    - {ref: token, vault_id: "@prod", name: api-token, value: fixture-value-1}
+    - {ref: hook, vault_name: prod-vault, name: webhook, value: fixture-value-2}
+"""
+
+
+def test_fixtures_create_vaults_and_secrets(settings, admin, factory, tmp_path):
+    from tests.api.test_fixtures import _reset
+    from tunnelgw import fixtures
+
+    path = tmp_path / "vaults.yaml"
+    path.write_text(FIXTURE)
+    summary = fixtures.load(path, settings, admin.creds.account_id)
+    assert "fixture-value" not in str(summary)
+    labels = summary["labels"]
+    assert summary["counts"] == {"api.vaults": 1, "api.vault_secrets": 2}
+    listed = admin.get(f"{VAULTS}/{labels['prod']}/secrets").json()["secrets"]
+    assert [s["id"] for s in listed] == [labels["hook"], labels["token"]]
+    assert {s["vault"]["id"] for s in listed} == {labels["prod"]}
+    assert vaults.reveal(_raw_row(factory, labels["token"])) == "fixture-value-1"
+    # A reset deletes them (the secrets before their vault).
+    deleted = _reset(settings, admin.creds.account_id)
+    assert (deleted["vault"], deleted["vault_secret"]) == (1, 2)
+    assert admin.get(VAULTS).json()["vaults"] == []
+
+
+def test_a_fixture_secret_must_name_a_vault_item(settings, admin, tmp_path):
+    from tunnelgw import fixtures
+    from tunnelgw.fixtures import FixtureError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "version: 1\napi:\n  ip_policies:\n    - {ref: p}\n  vault_secrets:\n"
+        '    - {vault_id: "@p", name: n, value: v}\n'
+    )
+    with pytest.raises(FixtureError) as raised:
+        fixtures.load(path, settings, admin.creds.account_id)
+    assert "label 'p' is a ip_policy; vault_id needs a vault" in str(raised.value)
