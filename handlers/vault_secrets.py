@@ -8,23 +8,15 @@ from typing import Any
 
 from models import Vault, VaultSecret
 from tunnelgw.core import ids, timefmt
-from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, quotas, vaults
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
 
-def _required(body: dict[str, Any], field: str, what: str) -> str:
-    value: str = body.get(field) or ""
-    if not value:
-        raise ApiError(Code.MISSING_FIELD, f"A secret needs {what}.", field=field)
-    return value
-
-
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    name = _required(body, "name", "a name (unique in its vault)")
-    value = _required(body, "value", "a value (not empty)")
+    name: str = body["name"]  # name and value are required by the schema
+    value: str = body["value"]
     caller = auth.caller()
     secret_id = ids.new_id(VaultSecret.PREFIX)
     async with db.write() as unit:
@@ -53,11 +45,6 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     async with db.write() as unit:
         secret = await crud.get_managed(unit, VaultSecret, caller, id, lock=True)
         name, value = body.get("name"), body.get("value")
-        for field, given in (("name", name), ("value", value)):
-            if given == "":
-                raise ApiError(
-                    Code.INVALID_FIELD, f"A secret's {field} cannot be empty.", field=field
-                )
         if name is not None and name != secret.name:
             vault = await crud.get_owned(unit, Vault, caller, secret.vault_id)
             await vaults.check_secret_name(unit, vault, name, secret.id)

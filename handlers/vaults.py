@@ -16,11 +16,7 @@ from tunnelgw.storage import db
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    name = body.get("name") or ""
-    if not name:
-        raise ApiError(
-            Code.MISSING_FIELD, "A vault needs a name (unique in the account).", field="name"
-        )
+    name: str = body["name"]  # required by the schema
     caller = auth.caller()
     vault = Vault.new(
         id=ids.new_id(Vault.PREFIX),
@@ -45,8 +41,6 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     async with db.write() as unit:
         vault = await crud.get_managed(unit, Vault, caller, id, lock=True)
         name = body.get("name")
-        if name == "":
-            raise ApiError(Code.INVALID_FIELD, "A vault's name cannot be empty.", field="name")
         if name is not None and name != vault.name:
             await vaults.rename_vault(unit, vault, name)
         crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)

@@ -118,8 +118,12 @@ def test_unknown_vaults(admin):
 def test_name_and_value_are_required(admin, field):
     vault = _vault(admin)
     body = {"vault_id": vault["id"], "name": "n", "value": "v"}
-    for missing in ({k: v for k, v in body.items() if k != field}, {**body, field: ""}):
-        error = assert_error(admin.post(SECRETS, json=missing), 400, "ERR_MISSING_FIELD")
+    for missing, code in (
+        ({k: v for k, v in body.items() if k != field}, "ERR_MISSING_FIELD"),
+        ({**body, field: ""}, "ERR_INVALID_FIELD"),
+        ({**body, field: None}, "ERR_WRONG_TYPE"),
+    ):
+        error = assert_error(admin.post(SECRETS, json=missing), 400, code)
         assert error["details"]["field"] == field
     secret = admin.post(SECRETS, json=body).json()
     emptied = admin.patch(f"{SECRETS}/{secret['id']}", json={field: ""})

@@ -1,6 +1,7 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
-backend for the backend module, an IP policy and IP restrictions using it), seeded into the
+backend for the backend module, an IP policy and IP restrictions using it, a vault for the
+secret creates), seeded into the
 contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
@@ -29,8 +30,10 @@ from models import (
     IpPolicy,
     IpRestriction,
     IpRestrictionPolicy,
+    Principal,
     Tunnel,
     TunnelGroupBackend,
+    Vault,
 )
 from tunnelgw.core import ids
 from tunnelgw.storage.unit import Unit
@@ -40,6 +43,8 @@ from tunnelgw.storage.unit import Unit
 Entries = list[tuple[tuple[str, str], dict[str, str | list[str]]]]
 
 _SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+# The seeded vault's name (tests/contract/hooks.py names it where a case names no vault).
+VAULT_NAME = "contract-vault"
 SEEDED_TYPES = [
     type_ for type_ in _SPEC["components"]["schemas"]["EventType"]["enum"] if "_created." in type_
 ]
@@ -109,8 +114,18 @@ async def seed(session: Unit, account_id: str) -> Entries:
         )
         for _ in range(3)
     ]
+    # A vault for the secret creates (a random `vault_id` never names one), made by the
+    # account's admin.
+    admin = (await session.select(Principal, f'"account_id" = {session.mark}', [account_id]))[0]
+    vault = Vault.new(
+        id=ids.new_id(Vault.PREFIX),
+        account_id=account_id,
+        name=VAULT_NAME,
+        created_by=admin.id,
+        last_updated_by=admin.id,
+    )
     rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
-    session.add_all([*rows, subscription, edge, backend, policy, *restrictions])
+    session.add_all([*rows, subscription, edge, backend, policy, *restrictions, vault])
     await session.flush()
     session.add_all(
         IpRestrictionPolicy.new(
@@ -160,6 +175,7 @@ async def seed(session: Unit, account_id: str) -> Entries:
             {"path.id": restrictions[1].id, "body.ip_policy_ids": [policy.id]},
         ),
         (("include-operation-id", "ip_restrictions.delete"), {"path.id": restrictions[2].id}),
+        (("include-operation-id", "vault_secrets.create"), {"body.vault_id": vault.id}),
     ]
 
 

@@ -20,17 +20,19 @@ from tunnelgw.storage.unit import Lock, Unit
 
 # A vault's secrets listed in the details of a refused vault delete, at most.
 SHOWN_SECRETS = 20
+# Row locks of `vault_named` on PostgreSQL (SQLite's write units are exclusive anyway).
+_LOCKS = {False: "", True: " FOR UPDATE", "share": " FOR SHARE"}
 
 
 async def vault_named(
     unit: Unit, account_id: str, name: str, *, lock: Lock = False
 ) -> Vault | None:
-    """The account's vault called `name`, or None."""
+    """The account's vault called `name`, or None; `lock` as for Unit.get."""
     m = unit.mark
-    found = await unit.select(Vault, f'"account_id" = {m} AND "name" = {m}', [account_id, name])
-    if not found or not lock:
-        return found[0] if found else None
-    return await unit.get(Vault, found[0].id, lock=lock)
+    locked = _LOCKS[lock] if unit.dialect == "postgresql" else ""
+    condition = f'"account_id" = {m} AND "name" = {m}{locked}'
+    found = await unit.select(Vault, condition, [account_id, name])
+    return found[0] if found else None
 
 
 async def secret_named(unit: Unit, vault_id: str, name: str) -> VaultSecret | None:
@@ -75,10 +77,10 @@ async def check_secret_name(unit: Unit, vault: Vault, name: str, own_id: str = "
         )
 
 
-async def vault_for_new_secret(unit: Unit, caller: Caller, body: dict[str, Any]) -> Vault:
-    """The vault a new secret goes to, named by `vault_id` or `vault_name` (an empty string is
-    unset, as the platform's clients send both); both may be given when they name the same
-    vault. Share-locked, so the vault is not deleted before the secret is in it."""
+def requested_vault(body: dict[str, Any]) -> tuple[str, str]:
+    """The `vault_id` and `vault_name` of a new secret's body, `""` when unset (null, absent
+    or `""`: the platform's clients send both, the one not given empty); ApiError(400
+    ERR_MISSING_FIELD) when neither is set. The spec's `x-check: vault-secret-vault`."""
     vault_id, vault_name = body.get("vault_id") or "", body.get("vault_name") or ""
     if not vault_id and not vault_name:
         raise ApiError(
@@ -86,6 +88,14 @@ async def vault_for_new_secret(unit: Unit, caller: Caller, body: dict[str, Any])
             "Name the vault the secret goes to: vault_id (vault_...) or vault_name.",
             field="vault_id",
         )
+    return vault_id, vault_name
+
+
+async def vault_for_new_secret(unit: Unit, caller: Caller, body: dict[str, Any]) -> Vault:
+    """The vault a new secret goes to (`requested_vault`); both may be given when they name
+    the same vault, else ApiError(400 ERR_CONFLICTING_FIELDS). Share-locked, so the vault is
+    not deleted before the secret is in it."""
+    vault_id, vault_name = requested_vault(body)
     if vault_id:
         vault = await crud.get_reference(unit, Vault, caller, vault_id, "vault_id", lock="share")
     else:
