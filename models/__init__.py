@@ -34,6 +34,8 @@ from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
 from models.tunnel_group_member import TunnelGroupMember
+from models.vault import Vault
+from models.vault_secret import VaultSecret
 
 __all__ = [
     "AbuseReport",
@@ -72,4 +74,6 @@ __all__ = [
     "Tunnel",
     "TunnelGroupBackend",
     "TunnelGroupMember",
+    "Vault",
+    "VaultSecret",
 ]

@@ -50,6 +50,17 @@ def _ip_policy(client: Any) -> str:
     return policy
 
 
+_VAULTS: dict[str, str] = {}  # account id -> the vault its secrets go to here
+
+
+def _vault_secret(client: Any, _tmp_path: Path) -> dict[str, Any]:
+    vault = _VAULTS.get(client.creds.account_id)
+    if vault is None:
+        made = client.post("/vaults", json={"name": _unique("secrets-")})
+        vault = _VAULTS[client.creds.account_id] = made.json()["id"]
+    return {"vault_id": vault, "name": _unique("s-"), "value": "s3cr3t"}
+
+
 def _tls_certificate(_client: Any, _tmp_path: Path) -> dict[str, Any]:
     upload = tls_upload()
     return {"certificate_pem": upload.chain_pem, "private_key_pem": upload.key_pem}
@@ -123,4 +134,6 @@ CREATES: dict[str, Create] = {
     "abuse_reports.create": Create(
         "/abuse_reports", "abuse_report", lambda c, t: {"urls": ["https://a.example/x"]}
     ),
+    "vaults.create": Create("/vaults", "vault", lambda c, t: {"name": _unique("v-")}),
+    "vault_secrets.create": Create("/vault_secrets", "vault_secret", _vault_secret),
 }

@@ -488,6 +488,46 @@ def test_operations_this_server_does_not_serve_raise_a_501(client):
     assert body["details"]["operation"] == "GET /edges/https/{id}/mutual_tls"
 
 
+def test_vaults_and_secrets(client, labels):
+    vaults, secrets_ = client.vaults, client.secrets
+    vault = vaults.create(name=f"v-{uuid.uuid4().hex[:8]}", description="client")
+    got = vaults.get(vault.id)
+    assert touch_all(got) >= 9
+    assert got.created_by == got.last_updated_by  # a principal id, as the client reads it
+    assert {vault.id, labels["prod-vault"]} <= {v.id for v in walk(vaults.list(limit=1))}
+    assert [v.id for v in vaults.list(filter=f'obj.name == "{vault.name}"')] == [vault.id]
+    with pytest.raises(ngrok.Error) as taken:
+        vaults.create(name=vault.name)
+    assert taken.value.error_code == "ERR_VAULT_NAME_TAKEN"
+    # The client sends `vault_name: ""` when given `vault_id`, and the other way round.
+    by_id = secrets_.create(name="a", value="v1", vault_id=vault.id)
+    by_name = secrets_.create(name="b", value="v2", vault_name=vault.name, description="d")
+    got_secret = secrets_.get(by_id.id)
+    assert touch_all(got_secret) >= 14
+    assert (got_secret.vault.id, got_secret.vault_name) == (vault.id, vault.name)
+    assert "value" not in got_secret._props  # what the server sent
+    assert {by_id.id, by_name.id} <= {x.id for x in walk(secrets_.list(limit=1))}
+    in_vault = walk(vaults.get_secrets_by_vault(vault.id, limit=1))
+    assert [x.id for x in in_vault] == [by_name.id, by_id.id]
+    found = secrets_.list(filter=f'obj.vault_name == "{vault.name}" && obj.name == "b"')
+    assert [x.id for x in found] == [by_name.id]
+    # The client sends only the arguments given on update: the value stays unless given.
+    assert secrets_.update(by_id.id, description="d2").description == "d2"
+    assert secrets_.update(by_id.id, value="rotated").updated_at >= got_secret.updated_at
+    renamed = vaults.update(vault.id, name=vault.name + "-2")
+    assert secrets_.get(by_id.id).vault_name == renamed.name
+    with pytest.raises(ngrok.Error) as not_empty:
+        vaults.delete(vault.id)
+    assert not_empty.value.error_code == "ERR_VAULT_NOT_EMPTY"
+    secrets_.delete(by_id.id)
+    secrets_.delete(by_name.id)
+    vaults.delete(vault.id)
+    with pytest.raises(ngrok.NotFoundError):
+        vaults.get(vault.id)
+    with pytest.raises(ngrok.NotFoundError):
+        secrets_.get(by_id.id)
+
+
 def test_errors_reach_the_client_as_its_errors(client):
     with pytest.raises(ngrok.Error) as unknown:
         client.api_keys.list(filter="obj.nope == 1")

@@ -123,6 +123,9 @@ class Code(enum.Enum):
         "An event subscription sends to the event destination; take it out of the subscription "
         "first.",
     )
+    VAULT_NAME_TAKEN = (409, "The account already has a vault of that name.")
+    SECRET_NAME_TAKEN = (409, "The vault already has a secret of that name.")
+    VAULT_NOT_EMPTY = (409, "The vault holds secrets; delete them first.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.

@@ -257,6 +257,8 @@ QUOTA_KINDS = frozenset(
         "ssh_user_certificate",
         "tls_certificate",
         "tunnel_group_backend",
+        "vault",
+        "vault_secret",
     }
 )
 
