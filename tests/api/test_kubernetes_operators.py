@@ -4,6 +4,7 @@ server's issuing CA (checked with `openssl verify`), PATCH rules, bound endpoint
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -388,3 +389,42 @@ def test_list_pages_and_filter(admin):
     assert [item["id"] for item in found["operators"]] == [made[1]]
     nested = admin.get(PATH, params={"filter": 'obj.deployment.name == ""'}).json()
     assert len(nested["operators"]) == 3
+
+
+def test_fixtures_register_operators(settings, admin, tmp_path):
+    from tests.api.test_fixtures import _reset
+    from tunnelgw import fixtures
+
+    doc = {
+        "version": 1,
+        "api": {
+            "kubernetes_operators": [
+                {"ref": "op", **registration(), "deployment": {"cluster_name": "staging"}},
+                {"ref": "plain", "enabled_features": ["gateway"]},
+            ]
+        },
+        "endpoints": [
+            {
+                "ref": "svc",
+                "type": "cloud",
+                "proto": "http",
+                "hostport": "svc.staging:80",
+                "bindings": ["kubernetes"],
+            },
+            {"ref": "pub", "type": "cloud", "proto": "https", "hostport": "pub.example.com:443"},
+        ],
+    }
+    path = tmp_path / "operators.json"
+    path.write_text(json.dumps(doc))
+    account = admin.creds.account_id
+    summary = fixtures.load(path, settings, account)
+    try:
+        labels = summary["labels"]
+        made = admin.get(f"{PATH}/{labels['op']}").json()
+        assert made["deployment"]["cluster_name"] == "staging"
+        assert made["binding"]["cert"]["cert"].startswith("-----BEGIN CERTIFICATE-----")
+        assert admin.get(f"{PATH}/{labels['plain']}").json()["binding"] is None
+        bound = admin.get(f"{PATH}/{labels['op']}/bound_endpoints").json()["endpoints"]
+        assert [item["id"] for item in bound] == [labels["svc"]]
+    finally:
+        _reset(settings, account)
