@@ -22,9 +22,7 @@ from tunnelgw.storage.unit import Unit
 
 BINDINGS = "bindings"  # the feature that gives an operator a binding
 KUBERNETES = "kubernetes"  # the endpoint binding that bound endpoints have
-# The issuing CA (models.issuing_authority) that signs binding certificates: not the one
-# certificate management uses, so each CA's certificates mean one thing.
-AUTHORITY = "kubernetes-operator-bindings"
+AUTHORITY = certstore.OPERATOR_BINDINGS_CA  # the issuing CA that signs binding certificates
 # The operator renews its certificate 30 days before it ends; a year leaves it 11 months.
 CERT_VALIDITY = timedelta(days=365)
 DEFAULT_SELECTORS = ("true",)  # every kubernetes-bound endpoint, as the operator defaults

@@ -30,6 +30,10 @@ from tunnelgw.storage.unit import Unit
 # a server that never manages a certificate does not load it.
 
 
+# The issuing CA that signs Kubernetes operators' binding certificates (handlers
+# .kubernetes_operators): not certificate management's, so each CA's certificates mean one thing.
+OPERATOR_BINDINGS_CA = "kubernetes-operator-bindings"
+
 # The issuing CA is valid from a day before its creation, so a certificate whose job
 # completed shortly before the CA was first needed still lies within the CA's validity.
 CA_BACKDATE = timedelta(days=1)
