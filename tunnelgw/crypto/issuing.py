@@ -110,6 +110,14 @@ def new_ca(name: str, now: datetime) -> Issued:
     return Issued(_pem(cert), _der(key), now, not_after, certificate_fields(cert))
 
 
+def _load_ca(ca_pem: str, ca_key_der: bytes) -> tuple[x509.Certificate, PrivateKey]:
+    """The issuing CA's certificate and key (as `new_ca` made them)."""
+    ca_key = serialization.load_der_private_key(ca_key_der, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise ValueError("the issuing CA key is neither ECDSA nor RSA")
+    return x509.load_pem_x509_certificate(ca_pem.encode("ascii")), ca_key
+
+
 def _leaf_usage(key_type: str) -> x509.KeyUsage:
     return x509.KeyUsage(
         digital_signature=True,
@@ -135,10 +143,7 @@ def issue(
 ) -> Issued:
     """A TLS server certificate for `domain` (wildcards included) with `key` (a new `key_type`
     key when None), signed by the CA: SAN dNSName = domain, EKU serverAuth, CA:FALSE."""
-    ca_cert = x509.load_pem_x509_certificate(ca_pem.encode("ascii"))
-    ca_key = serialization.load_der_private_key(ca_key_der, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
-        raise ValueError("the issuing CA key is neither ECDSA nor RSA")
+    ca_cert, ca_key = _load_ca(ca_pem, ca_key_der)
     if key is None:
         key = new_key(key_type)
     names = [x509.NameAttribute(NameOID.COMMON_NAME, domain)] if len(domain) <= 64 else []
@@ -185,11 +190,7 @@ def load_request(text: str) -> x509.CertificateSigningRequest:
             f"The CERTIFICATE REQUEST block is not a valid DER PKCS #10 request ({exc}).",
         ) from None
     api_key_type(public_key, "The CSR's public key")
-    try:
-        valid = request.is_signature_valid
-    except (*UNDECODABLE, UnsupportedAlgorithm):
-        valid = False
-    if not valid:
+    if not request.is_signature_valid:  # also false for a signature algorithm it cannot run
         raise CryptoError(
             Rule.CSR_SIGNATURE_INVALID,
             "The CSR's signature does not verify with the public key it holds; sign it again "
@@ -210,10 +211,7 @@ def sign_request(
     (checked by `load_request`), signed by the CA: subject CN = `common_name` (the CA names
     the holder, not the request), EKU clientAuth, CA:FALSE."""
     request = load_request(request_pem)
-    ca_cert = x509.load_pem_x509_certificate(ca_pem.encode("ascii"))
-    ca_key = serialization.load_der_private_key(ca_key_der, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
-        raise ValueError("the issuing CA key is neither ECDSA nor RSA")
+    ca_cert, ca_key = _load_ca(ca_pem, ca_key_der)
     public_key = request.public_key()
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
