@@ -290,27 +290,30 @@ def test_invalid_endpoint_selectors(admin, selectors, index):
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "code", "field"),
     [
-        {"enabled_features": ["ingres"]},
-        {"enabled_features": ["ingress", "ingress"]},
-        {"region": "mars"},
-        {"deployment": {"name": 3}},
-        {"deployment": {"name": "x" * 256}},
-        {"binding": {"ingress_endpoint": "not a host"}},
-        {"binding": {"csr": 7}},
-        {"cluster": "x"},
+        ({"enabled_features": ["ingres"]}, "ERR_INVALID_FIELD", "enabled_features.0"),
+        ({"enabled_features": ["ingress", "ingress"]}, "ERR_INVALID_FIELD", "enabled_features"),
+        ({"region": "mars"}, "ERR_INVALID_FIELD", "region"),
+        ({"deployment": {"name": 3}}, "ERR_WRONG_TYPE", "deployment.name"),
+        ({"deployment": {"name": "x" * 256}}, "ERR_FIELD_TOO_LONG", "deployment.name"),
+        (
+            {"binding": {"ingress_endpoint": "not a host"}},
+            "ERR_INVALID_FIELD",
+            "binding.ingress_endpoint",
+        ),
+        ({"binding": {"csr": 7}}, "ERR_WRONG_TYPE", "binding.csr"),
+        (
+            {"binding": {"endpoint_selectors": ["true"] * 21}},
+            "ERR_FIELD_TOO_LONG",
+            "binding.endpoint_selectors",
+        ),
+        ({"cluster": "x"}, "ERR_UNKNOWN_FIELD", "cluster"),
     ],
 )
-def test_schema_errors(admin, body):
-    response = admin.post(PATH, json=body)
-    assert response.status_code == 400, response.text
-    assert response.json()["error_code"] in {
-        "ERR_INVALID_FIELD",
-        "ERR_WRONG_TYPE",
-        "ERR_FIELD_TOO_LONG",
-        "ERR_UNKNOWN_FIELD",
-    }
+def test_schema_errors(admin, body, code, field):
+    error = assert_error(admin.post(PATH, json=body), 400, code)
+    assert error["details"]["field"] == field
 
 
 def test_accounts_are_isolated(admin, other):
