@@ -22,6 +22,7 @@ from models.ip_policy import IpPolicy
 from models.ip_policy_rule import IpPolicyRule
 from models.ip_restriction import IpRestriction, IpRestrictionPolicy
 from models.issuing_authority import IssuingAuthority
+from models.kubernetes_operator import KubernetesOperator
 from models.principal import Principal
 from models.quota_usage import QuotaUsage
 from models.reserved_addr import ReservedAddr
@@ -62,6 +63,7 @@ __all__ = [
     "IpRestriction",
     "IpRestrictionPolicy",
     "IssuingAuthority",
+    "KubernetesOperator",
     "Principal",
     "QuotaUsage",
     "ReservedAddr",

@@ -66,6 +66,13 @@ def _tls_certificate(_client: Any, _tmp_path: Path) -> dict[str, Any]:
     return {"certificate_pem": upload.chain_pem, "private_key_pem": upload.key_pem}
 
 
+def _kubernetes_operator(_client: Any, _tmp_path: Path) -> dict[str, Any]:
+    """A registration with a binding, so the CSR is signed on each create."""
+    from tests.api.test_kubernetes_operators import registration
+
+    return registration()
+
+
 CREATES: dict[str, Create] = {
     "api_keys.create": Create("/api_keys", "api_key", lambda c, t: {}),
     "http_response_backends.create": Create(
@@ -122,6 +129,9 @@ CREATES: dict[str, Create] = {
         "/ssh_credentials",
         "ssh_credential",
         lambda c, t: {"public_key": ssh_keygen(t, "ed25519")},
+    ),
+    "kubernetes_operators.create": Create(
+        "/kubernetes_operators", "kubernetes_operator", _kubernetes_operator
     ),
     "event_destinations.create": Create(
         "/event_destinations",

@@ -21,7 +21,7 @@ from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
 from tunnelgw.http.logconfig import log_config
 from tunnelgw.schema import migrate
-from tunnelgw.services import accounts, quotas
+from tunnelgw.services import accounts, certstore, quotas
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Database
 
@@ -145,6 +145,18 @@ def _parser() -> argparse.ArgumentParser:
     keys_create.add_argument("--owner", required=True, help="principal id (usr_... or bot_...)")
     keys_create.add_argument("--description", default="")
     keys_create.set_defaults(run=_keys_create)
+
+    issuing = sub.add_parser(
+        "issuing-ca", help="print an issuing CA's certificate (PEM); made on first use"
+    )
+    issuing.add_argument(
+        "name",
+        nargs="?",
+        default=certstore.OPERATOR_BINDINGS_CA,
+        help=f"{certstore.OPERATOR_BINDINGS_CA} (Kubernetes operator bindings, the default) "
+        "or certificate management's (TUNNELGW_CERTIFICATE_AUTHORITY)",
+    )
+    issuing.set_defaults(run=_issuing_ca)
     return parser
 
 
@@ -400,6 +412,27 @@ def _keys_create(args: argparse.Namespace) -> int:
             return {"api_key_id": key.id, "owner_id": owner.id, "token": token}
 
     _print(_with_database(work))
+    return 0
+
+
+def _issuing_ca(args: argparse.Namespace) -> int:
+    """Print the certificate of the issuing CA `args.name`, to verify what it signed (e.g.
+    `openssl verify -CAfile`); the CA is made, as on first use, if it does not exist yet."""
+    settings = _settings()
+    names = (certstore.OPERATOR_BINDINGS_CA, settings.certificate_authority)
+    if args.name not in names:
+        raise SystemExit(f"tunnelgw: no issuing CA {args.name!r}; one of: {', '.join(names)}")
+    _prepare_kek(settings)
+
+    async def work(database: Database) -> str:
+        async with database.write() as unit:
+            return (await certstore.issuing_authority(unit, args.name)).certificate_pem
+
+    token = keys.activate(keys.Kek(settings))  # the CA's key is wrapped under the KEK
+    try:
+        print(_with_database(work), end="")
+    finally:
+        keys.deactivate(token)
     return 0
 
 

@@ -49,6 +49,8 @@ SERVED = [
 ]
 # The platform has no bot user or service user events; neither does this catalog.
 NO_EVENTS = ["bot_user", "service_user", "principal", "abuse_report"]
+# Nor Kubernetes operator events (its event type reference lists none).
+NO_EVENTS += ["kubernetes_operator"]
 
 
 @pytest.fixture

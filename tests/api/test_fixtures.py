@@ -37,6 +37,17 @@ from tunnelgw.fixtures import FixtureError
 from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
+# The example item whose id fills `{id}` in each list path with one (default: the TLS edge).
+ID_LABELS = {
+    "/kubernetes_operators/{id}/bound_endpoints": "prod-operator",
+    "/vaults/{id}/secrets": "prod-vault",
+}
+
+
+def path_values(path: str, labels: dict[str, str]) -> dict[str, str]:
+    """The values of a list path's parameters on the example world."""
+    return {"subscription_id": labels["audit"], "id": labels[ID_LABELS.get(path, "mqtt-edge")]}
+
 
 WORLD = """\
 version: 1
@@ -434,19 +445,13 @@ def test_the_example_gives_every_list_operation_items(settings, admin, tmp_path)
     summary = fixtures.load(EXAMPLE, settings, account)
     try:
         labels = summary["labels"]
-        values = {"subscription_id": labels["audit"], "id": labels["mqtt-edge"]}
         for path, operations in paths.items():
             get = operations.get("get")
             # lists (and the TLS edge backend module); not the unauthenticated service routes
             # nor the admin API's
             if get is None or "security" in get or path.endswith("}") or "admin" in get["tags"]:
                 continue
-            # A vault's secrets list is under the example's vault.
-            url = (
-                path.format(**{**values, "id": labels["prod-vault"]})
-                if path.startswith("/vaults/")
-                else path.format(**values)
-            )
+            url = path.format(**path_values(path, labels))
             response = admin.get(url)
             assert response.status_code == 200, (url, response.text)
             body = response.json()

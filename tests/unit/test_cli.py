@@ -428,3 +428,18 @@ def test_a_generated_token_is_shown_once_and_data_files_are_private(tmp_path, mo
     assert data_dir.stat().st_mode & 0o777 == 0o700
     for name in ("tunnelgw.db", "tunnelgw.db.migrate.lock", "key-encryption-key"):
         assert (data_dir / name).stat().st_mode & 0o777 == 0o600, name
+
+
+def test_issuing_ca_prints_the_ca_that_signs_operator_bindings(data_dir, capsys):
+    from cryptography import x509
+
+    assert cli.main(["issuing-ca"]) == 0
+    first = capsys.readouterr().out
+    cert = x509.load_pem_x509_certificate(first.encode())
+    assert cert.subject.rfc4514_string() == "CN=tunnelgw issuing CA (kubernetes-operator-bindings)"
+    assert cli.main(["issuing-ca", "kubernetes-operator-bindings"]) == 0
+    assert capsys.readouterr().out == first  # made once, then read
+    assert cli.main(["issuing-ca", "letsencrypt"]) == 0
+    assert capsys.readouterr().out not in ("", first)
+    with pytest.raises(SystemExit, match="no issuing CA 'other'"):
+        cli.main(["issuing-ca", "other"])

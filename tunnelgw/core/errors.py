@@ -81,6 +81,24 @@ class Code(enum.Enum):
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
     FILTER_TYPE = (400, "The filter applies an operator or function to a value of the wrong type.")
     FILTER_TOO_LONG = (400, "The filter is longer than 4096 bytes.")
+    # 400: Kubernetes operators (handlers.kubernetes_operators).
+    INVALID_CSR = (
+        400,
+        "The CSR is not one PEM certificate signing request (PKCS #10, CERTIFICATE REQUEST).",
+    )
+    CSR_SIGNATURE_INVALID = (
+        400,
+        "The CSR's signature does not verify with its own public key; make it again.",
+    )
+    INVALID_ENDPOINT_SELECTOR = (400, "An endpoint selector is not a valid filter of endpoints.")
+    BINDING_NOT_ALLOWED = (
+        400,
+        "A binding is set only when enabled_features holds 'bindings'.",
+    )
+    BINDING_REQUIRED = (
+        400,
+        "enabled_features holds 'bindings' but there is no binding: send one with a csr.",
+    )
     # 401 / 403: who is calling, and may they.
     AUTHENTICATION_REQUIRED = (401, "Send 'Authorization: Bearer <API key token>'.")
     INVALID_CREDENTIALS = (401, "The bearer token is malformed, unknown or revoked.")

@@ -248,6 +248,7 @@ QUOTA_KINDS = frozenset(
         "ip_policy",
         "ip_policy_rule",
         "ip_restriction",
+        "kubernetes_operator",
         "principal",
         "reserved_addr",
         "reserved_domain",

@@ -35,6 +35,8 @@ class Rule(enum.Enum):
     UNSUPPORTED_SSH_KEY_TYPE = "an SSH key type that cannot be certified"
     INVALID_VALIDITY = "the validity period is invalid"
     INVALID_FIELD = "a value is invalid"
+    INVALID_CSR = "the text is not one PEM certificate signing request"
+    CSR_SIGNATURE_INVALID = "the signing request's signature does not verify"
 
 
 class CryptoError(ValueError):

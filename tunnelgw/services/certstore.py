@@ -1,6 +1,7 @@
 """Certificate management on stored rows (reserved domains and agent ingresses, both
 `models.cert_managed.CertManaged`): settle the rows that are due (see
-tunnelgw.rules.certmanagement), issue and store their certificates, and the issuing CA row.
+tunnelgw.rules.certmanagement), issue and store their certificates, and the issuing CA rows,
+which also sign client certificates from signing requests (`sign_request`).
 
 Settlement happens when a row is read or written, not in the background: readers find the
 due rows, then re-load each under a row lock in a write unit, re-check and apply.
@@ -28,6 +29,10 @@ from tunnelgw.storage.unit import Unit
 # tunnelgw.crypto.issuing (and cryptography, ~8 MiB) is imported by the functions that issue:
 # a server that never manages a certificate does not load it.
 
+
+# The issuing CA that signs Kubernetes operators' binding certificates (handlers
+# .kubernetes_operators): not certificate management's, so each CA's certificates mean one thing.
+OPERATOR_BINDINGS_CA = "kubernetes-operator-bindings"
 
 # The issuing CA is valid from a day before its creation, so a certificate whose job
 # completed shortly before the CA was first needed still lies within the CA's validity.
@@ -220,6 +225,32 @@ async def _issue(unit: Unit, row: Any, issue_at: datetime, made_key: Any) -> Tls
     await quotas.forget(unit, row.account_id, TlsCertificate)
     unit.add(cert)
     return cert
+
+
+async def sign_request(
+    unit: Unit,
+    authority_name: str,
+    request_pem: str,
+    common_name: str,
+    not_before: datetime,
+    not_after: datetime,
+) -> str:
+    """A TLS client certificate (PEM) for the signing request `request_pem`, signed by the
+    issuing CA `authority_name` (created on first use); raises CryptoError for a request
+    tunnelgw.crypto.issuing.load_request refuses."""
+    from tunnelgw.crypto import issuing
+
+    authority = await issuing_authority(unit, authority_name)
+    signed: str = await asyncio.to_thread(
+        issuing.sign_request,
+        authority.certificate_pem,
+        _unwrap(authority.wrapped_private_key, authority.name),
+        request_pem,
+        common_name,
+        not_before,
+        not_after,
+    )
+    return signed
 
 
 def _unwrap(blob: bytes, name: str) -> bytes:
