@@ -31,6 +31,7 @@ from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
 from models.tunnel_group_member import TunnelGroupMember
+from models.tunnel_session import TunnelSession
 
 __all__ = [
     "Account",
@@ -65,4 +66,5 @@ __all__ = [
     "Tunnel",
     "TunnelGroupBackend",
     "TunnelGroupMember",
+    "TunnelSession",
 ]

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     certificate_validity_days: int = Field(default=90, ge=2, le=825)
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
 
+    # Simulated agents (docs/admin-api.md): the newest agent version; a tunnel session's update
+    # command moves an agent of the same major version that is older to it.
+    agent_latest_version: str = Field(default="3.30.0", pattern=r"^[0-9]{1,4}(\.[0-9]{1,4}){1,3}$")
+
     # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
     # port a free one of tcp_port_min..tcp_port_max (docs/behaviour.md).
     tcp_host_pattern: str = "{region}.tcp"
@@ -238,6 +242,7 @@ QUOTA_KINDS = frozenset(
         "certificate_authority",
         "credential",
         "edge",
+        "endpoint",
         "event_subscription",
         "http_response_backend",
         "ip_policy",
@@ -250,7 +255,9 @@ QUOTA_KINDS = frozenset(
         "ssh_credential",
         "ssh_user_certificate",
         "tls_certificate",
+        "tunnel",
         "tunnel_group_backend",
+        "tunnel_session",
     }
 )
 
