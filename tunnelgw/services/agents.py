@@ -92,7 +92,7 @@ _WANTED_FIELDS = ("upstream_url", "traffic_policy", "pooling_enabled")
 
 
 async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential:
-    """The account's tunnel credential with `authtoken`, whose owner is active."""
+    """The account's tunnel credential with `authtoken`."""
     found = await unit.select(
         Credential,
         f'"token_hash" = {unit.mark} AND "account_id" = {unit.mark}',
@@ -105,16 +105,7 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
             "one (POST /credentials) and connect with the token its create response shows.",
             field="authtoken",
         )
-    credential = found[0]
-    owner = await unit.get(Principal, credential.owner_id)
-    if owner is not None and not owner.active:
-        raise ApiError(
-            Code.PRINCIPAL_INACTIVE,
-            f"The credential {credential.id!r} belongs to the inactive bot user "
-            f"{owner.id!r}; an admin can make it active again (PATCH /bot_users/{{id}}).",
-            principal_id=owner.id,
-        )
-    return credential
+    return found[0]
 
 
 def _wildcards(host: str) -> list[str]:
@@ -216,9 +207,32 @@ async def _url_free(unit: Unit, account_id: str, wanted: Wanted, url: str, index
 
 async def connect(unit: Unit, account_id: str, agent: Agent, wanted: Sequence[Wanted]) -> Started:
     """Check the agent's connect and start its session in `unit` (a write unit): the
-    authtoken, the owner's state, the account's `agent` IP restrictions, then for each wanted
-    endpoint the credential's ACL, the reserved domain or address, and the URL's use."""
+    authtoken names a credential of the account, then `start`'s checks."""
     credential = await _credential(unit, account_id, agent.authtoken)
+    return await start(unit, credential, agent, wanted)
+
+
+async def start(
+    unit: Unit,
+    credential: Credential,
+    agent: Agent,
+    wanted: Sequence[Wanted],
+    *,
+    session_id: str | None = None,
+) -> Started:
+    """Start the session of an agent holding `credential` (its authtoken checked, or named
+    by a fixture): the owner's state, the account's `agent` IP restrictions, then for each
+    wanted endpoint the credential's ACL, the reserved domain or address, and the URL's use.
+    `session_id` is the session's id when chosen up front (a fixture's)."""
+    account_id = credential.account_id
+    owner = await unit.get(Principal, credential.owner_id)
+    if owner is not None and not owner.active:
+        raise ApiError(
+            Code.PRINCIPAL_INACTIVE,
+            f"The credential {credential.id!r} belongs to the inactive bot user "
+            f"{owner.id!r}; an admin can make it active again (PATCH /bot_users/{{id}}).",
+            principal_id=owner.id,
+        )
     client = cidrs.address(agent.ip)
     if client is None:
         raise ApiError(
@@ -227,7 +241,7 @@ async def connect(unit: Unit, account_id: str, agent: Agent, wanted: Sequence[Wa
     await restrictions.check(unit, account_id, "agent", client)
     now = timefmt.now()
     session = TunnelSession.new(
-        id=ids.new_id(TunnelSession.PREFIX),
+        id=session_id or ids.new_id(TunnelSession.PREFIX),
         account_id=account_id,
         created_at=now,
         started_at=now,
