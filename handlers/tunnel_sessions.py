@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from models import TunnelSession
-from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import agents, auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -18,14 +17,8 @@ from tunnelgw.storage.unit import Unit
 async def _command(
     id_: str, body: Body, act: Callable[[Unit, TunnelSession], Awaitable[object]]
 ) -> tuple[None, int]:
-    """Carry out a command on the caller's session `id_` (a body `id` must be the same)."""
-    if (body or {}).get("id") not in (None, id_):
-        raise ApiError(
-            Code.INVALID_FIELD,
-            f"The body's id {str((body or {})['id'])[:64]!r} is not the session {id_!r} of "
-            "the path; send {} or the same id.",
-            field="id",
-        )
+    """Carry out a command on the caller's session `id_` (a body `id` equals it: the
+    spec's PathIdEcho, checked before the handler)."""
     async with db.write() as unit:
         session = await crud.get_owned(unit, TunnelSession, auth.caller(), id_, lock=True)
         await act(unit, session)

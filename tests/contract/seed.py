@@ -1,6 +1,7 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
-backend for the backend module, an IP policy and IP restrictions using it), seeded into the
+backend for the backend module, an IP policy and IP restrictions using it, tunnel sessions
+for the session commands), seeded into the
 contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
@@ -20,6 +21,7 @@ import yaml
 from models import (
     ApplicationSession,
     ApplicationUser,
+    Credential,
     Edge,
     EdgeRoute,
     Endpoint,
@@ -31,8 +33,10 @@ from models import (
     IpRestrictionPolicy,
     Tunnel,
     TunnelGroupBackend,
+    TunnelSession,
 )
 from tunnelgw.core import ids
+from tunnelgw.services import auth
 from tunnelgw.storage.unit import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
@@ -88,7 +92,12 @@ def _read_only(account_id: str) -> dict[str, Any]:
     }
 
 
-async def seed(session: Unit, account_id: str) -> Entries:
+# The authtoken of the contract account's tunnel credential (no ACL rules), for the admin
+# API's agent connects: a generated one is never a credential's.
+AGENT_TOKEN = "tgwcr_contract-agent-" + "x" * 22
+
+
+async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
     """Insert the rows; which operations must use which of them."""
     read_only = _read_only(account_id)
     endpoint = _endpoint(account_id, read_only["tunnel"])
@@ -109,8 +118,29 @@ async def seed(session: Unit, account_id: str) -> Entries:
         )
         for _ in range(3)
     ]
+    # A tunnel session for each command (stop and restart end theirs; update needs a version
+    # with a newer one of its major version).
+    credential = Credential.new(
+        id=ids.new_id(Credential.PREFIX),
+        account_id=account_id,
+        owner_id=admin_id,
+        token_hash=auth.hash_token(AGENT_TOKEN),
+    )
+    agents = {
+        name: TunnelSession.new(
+            id=ids.new_id(TunnelSession.PREFIX),
+            account_id=account_id,
+            agent_version="3.1.0",
+            os="linux",
+            ip="203.0.113.7",
+            credential_id=credential.id,
+        )
+        for name in ("get", "stop", "restart", "update")
+    }
+
     rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
     session.add_all([*rows, subscription, edge, backend, policy, *restrictions])
+    session.add_all([credential, *agents.values()])
     await session.flush()
     session.add_all(
         IpRestrictionPolicy.new(
@@ -160,6 +190,10 @@ async def seed(session: Unit, account_id: str) -> Entries:
             {"path.id": restrictions[1].id, "body.ip_policy_ids": [policy.id]},
         ),
         (("include-operation-id", "ip_restrictions.delete"), {"path.id": restrictions[2].id}),
+        *(
+            (("include-operation-id", f"tunnel_sessions.{name}"), {"path.id": agent.id})
+            for name, agent in agents.items()
+        ),
     ]
 
 
