@@ -11,18 +11,15 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlmodel import col
 
-from models import Account, FaultRule
-from tunnelgw.core import ids, timefmt
+from models import Account, FaultRule, TunnelSession
+from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import auth, faults, quotas
+from tunnelgw.services import agents, auth, crud, faults, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
-
-# The fixture loader (and with it cryptography) is imported by the operations that use it.
-
 
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
 
@@ -171,4 +168,33 @@ async def clear_faults() -> tuple[None, int]:
     caller = _admin()
     async with db.write() as unit:
         await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == caller.account_id))
+    return None, 204
+
+
+# --- simulated agents ---------------------------------------------------------------------
+
+
+async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    caller = _admin()
+    agent = agents.Agent(
+        authtoken=body["authtoken"],
+        ip=body.get("ip", "127.0.0.1"),
+        agent_version=body.get("agent_version") or settings.current().agent_latest_version,
+        os=body.get("os", "linux"),
+        region=body.get("region", "us"),
+        metadata=body.get("metadata") or "",
+    )
+    wanted = [agents.wanted(index, item) for index, item in enumerate(body.get("endpoints", []))]
+    async with db.write() as unit:
+        started = await agents.connect(unit, caller.account_id, agent, wanted)
+        answer = await agents.started_api(unit, started)
+    return answer, 201
+
+
+async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
+    caller = _admin()
+    async with db.write() as unit:
+        session = await crud.get_owned(unit, TunnelSession, caller, id, lock=True)
+        await agents.end(unit, session)
     return None, 204

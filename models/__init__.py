@@ -35,6 +35,7 @@ from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
 from models.tunnel_group_member import TunnelGroupMember
+from models.tunnel_session import TunnelSession
 from models.vault import Vault
 from models.vault_secret import VaultSecret
 
@@ -76,6 +77,7 @@ __all__ = [
     "Tunnel",
     "TunnelGroupBackend",
     "TunnelGroupMember",
+    "TunnelSession",
     "Vault",
     "VaultSecret",
 ]

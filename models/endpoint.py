@@ -44,7 +44,7 @@ class Endpoint(AccountScoped, table=True):
     bindings: list[str] = Field(default_factory=lambda: ["public"], sa_type=JSON)
     pooling_enabled: bool = Field(default=False)
     principal_id: str | None = id_field(default=None, nullable=True)
-    tunnel_session_id: str | None = id_field(default=None, nullable=True)
+    tunnel_session_id: str | None = id_field(default=None, nullable=True, index=True)
 
     def to_api(self) -> dict[str, Any]:
         return {

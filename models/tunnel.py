@@ -1,6 +1,7 @@
-"""Tunnels (`tn_`), read-only: the tunnels agents start; written by fixtures (no API operation
-creates them). A tunnel with labels is a backend tunnel: it has no public URL and serves the
-tunnel group backends whose labels its labels include (models.tunnel_group_member)."""
+"""Tunnels (`tn_`), read-only: the tunnels agents start (simulated agent sessions,
+tunnelgw.services.agents) or fixtures write. A tunnel with labels is a backend tunnel: it has
+no public URL and serves the tunnel group backends whose labels its labels include
+(models.tunnel_group_member)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class Tunnel(DescribedResource, table=True):
     forwards_to: str = Field(default="", sa_type=Text)
     # The endpoint the tunnel serves (the first endpoint of its fixture file naming it).
     endpoint_id: str | None = id_field(default=None, nullable=True)
+    # The agent session that started it (models.tunnel_session); None for fixture tunnels.
+    tunnel_session_id: str | None = id_field(default=None, nullable=True, index=True)
 
     def to_api(self, backend_ids: list[str] | None = None) -> dict[str, Any]:
         """The API shape; `backend_ids` are the tunnel group backends it serves."""
@@ -40,7 +43,7 @@ class Tunnel(DescribedResource, table=True):
             "metadata": self.meta,
             "proto": self.proto,
             "region": self.region,
-            "tunnel_session": None,  # tunnel sessions are not modelled
+            "tunnel_session": urls.ref("/tunnel_sessions", self.tunnel_session_id),
             "endpoint": urls.ref("/endpoints", self.endpoint_id),
             "labels": dict(self.labels),
             "backends": [urls.ref("/backends/tunnel_group", id_) for id_ in backend_ids or []],

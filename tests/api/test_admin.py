@@ -25,6 +25,8 @@ ADMIN_OPERATIONS = [
     ("GET", "/_admin/faults", None),
     ("POST", "/_admin/faults", {"operation": "api_keys.list", "status": 503}),
     ("DELETE", "/_admin/faults", None),
+    ("POST", "/_admin/agent_sessions", {"authtoken": "tgwcr_x"}),
+    ("DELETE", "/_admin/agent_sessions/ts_0ERkzK3Nwthdfi0ERkzK3Nwth", None),
 ]
 
 

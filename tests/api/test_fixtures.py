@@ -459,3 +459,57 @@ def test_the_example_gives_every_list_operation_items(settings, admin, tmp_path)
             assert lists == [] or all(lists), (url, body)
     finally:
         _reset(settings, account)
+
+
+def test_agent_sessions_connect_with_the_credentials_they_name(settings, admin, tmp_path):
+    account = admin.creds.account_id
+    literal = admin.post("/credentials", json={"acl": ["bind:lit.tunnelgw.test"]}).json()
+    path = _write(
+        tmp_path,
+        f"""\
+        version: 1
+        api:
+          credentials: [{{ref: cred, acl: ["bind:*.tunnelgw.test"]}}]
+        agent_sessions:
+          - ref: s1
+            credential_id: "@cred"
+            os: darwin
+            endpoints: [{{url: "https://fx.tunnelgw.test"}}]
+          - credential_id: {literal["id"]}
+            endpoints: [{{url: "tls://lit.tunnelgw.test"}}]
+        """,
+    )
+    try:
+        summary = fixtures.load(path, settings, account)
+        assert summary["counts"]["agent_sessions"] == 2
+        session = admin.get(f"/tunnel_sessions/{summary['labels']['s1']}").json()
+        assert (session["os"], session["credential"]["id"]) == ("darwin", summary["labels"]["cred"])
+        urls = {e["public_url"] for e in admin.get("/endpoints").json()["endpoints"]}
+        assert urls == {"https://fx.tunnelgw.test", "tls://lit.tunnelgw.test"}
+    finally:
+        _reset(settings, account)
+
+
+def test_a_refused_agent_session_names_its_position(settings, factory, admin, tmp_path):
+    path = _write(
+        tmp_path,
+        """\
+        version: 1
+        api:
+          credentials: [{ref: cred, acl: ["bind:ok.tunnelgw.test"]}]
+        agent_sessions:
+          - credential_id: "@cred"
+            endpoints: [{url: "https://ok.tunnelgw.test"}, {url: "https://no.tunnelgw.test"}]
+        """,
+    )
+    account = admin.creds.account_id
+    try:
+        with pytest.raises(FixtureError) as caught:
+            fixtures.load(path, settings, account)
+        assert caught.value.written
+        (issue,) = caught.value.issues
+        assert issue.path == ("agent_sessions", 0, "endpoints", 1)
+        assert "does not allow binding no.tunnelgw.test" in issue.message
+        assert _rows(factory, Endpoint, account) == []  # the refused connect wrote nothing
+    finally:
+        _reset(settings, account)

@@ -211,6 +211,30 @@ def test_admin_methods(kit_server, tmp_path):
     kit_server.reset()
 
 
+def test_a_simulated_agent_connects_and_goes_away(kit_server):
+    kit_server.reset()  # no fixture tunnels
+    with kit_server.client() as client:
+        credential = client.post(
+            "/credentials", json={"acl": ["bind:*.kit.test", "bind:env=*"]}
+        ).json()
+        started = kit_server.connect_agent(
+            credential["token"],
+            "https://agent.kit.test",
+            {"labels": {"env": "ci"}},
+            os="linux",
+        )
+        ts = started["tunnel_session"]["id"]
+        assert client.get(f"/tunnel_sessions/{ts}").json() == started["tunnel_session"]
+        assert [e["public_url"] for e in started["endpoints"]] == ["https://agent.kit.test"]
+        assert len(client.get("/tunnels").json()["tunnels"]) == 2
+        with pytest.raises(TunnelgwError) as refused:
+            kit_server.connect_agent(credential["token"], "https://kit.example.org")
+        assert refused.value.error_code == "ERR_AGENT_BIND_DENIED"
+        kit_server.disconnect_agent(ts)
+        assert client.get(f"/tunnel_sessions/{ts}").status_code == 404
+        assert client.get("/tunnels").json()["tunnels"] == []
+
+
 def _mocked(answer):
     """A TunnelgwServer whose admin calls go to `answer(request) -> httpx.Response` (the
     interface of the admin API, checked here without a server), and the requests seen."""

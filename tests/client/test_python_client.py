@@ -51,6 +51,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         env={
             "TUNNELGW_VERSION_HEADER_ALIASES": CLIENT_VERSION_HEADER,
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+            "TUNNELGW_ADMIN_API": "true",  # simulated agents start tunnel sessions
             # Abuse reports are reviewed at once (this server has no admin API clock).
             "TUNNELGW_ABUSE_REPORT_REVIEW_SECONDS": "0",
         },
@@ -526,6 +527,48 @@ def test_vaults_and_secrets(client, labels):
         vaults.get(vault.id)
     with pytest.raises(ngrok.NotFoundError):
         secrets_.get(by_id.id)
+
+
+def test_tunnel_sessions(client, live):
+    server, _ = live
+    credential = client.credentials.create(description="agent")
+    connected = httpx.post(
+        f"{server.base}/_admin/agent_sessions",
+        headers=server.headers(),
+        json={
+            "authtoken": credential.token,
+            "agent_version": "3.1.0",
+            "endpoints": [{"url": f"https://client-{uuid.uuid4().hex[:8]}.tunnelgw.test"}],
+        },
+    )
+    assert connected.status_code == 201, connected.text
+    started = connected.json()
+    ts = started["tunnel_session"]["id"]
+    sessions = client.tunnel_sessions
+    assert ts in {s.id for s in walk(sessions.list(limit=1))}
+    got = sessions.get(ts)
+    assert touch_all(got) >= 10
+    assert (got.credential.id, got.agent_version, got.transport) == (
+        credential.id,
+        "3.1.0",
+        "ngrok/v2",
+    )
+    assert client.tunnels.get(started["tunnels"][0]["id"]).tunnel_session.id == ts
+    assert client.endpoints.get(started["endpoints"][0]["id"]).tunnel_session.id == ts
+    # The client sends its commands without a body; the platform refuses such a request
+    # (ngrok/ngrok-api-python#29: "You did not provide a Content-Type with your request"),
+    # and so does this server: the session is untouched.
+    for command in (sessions.stop, sessions.restart, sessions.update):
+        with pytest.raises(ngrok.Error) as refused:
+            command(ts)
+        assert refused.value.error_code == "ERR_INVALID_BODY"
+    assert sessions.get(ts).id == ts
+    stopped = httpx.post(
+        f"{server.base}/tunnel_sessions/{ts}/stop", headers=server.headers(), json={}
+    )
+    assert stopped.status_code == 204
+    with pytest.raises(ngrok.NotFoundError):
+        sessions.get(ts)
 
 
 def test_errors_reach_the_client_as_its_errors(client):

@@ -19,6 +19,12 @@ because OpenAPI 3.0 cannot express them.
   one kind, AWS auth not exactly one method, the credential empty) gets the `EventTarget`
   example instead: random objects almost never set exactly one kind.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
+- A positive simulated-agent connect (`POST /_admin/agent_sessions`) carries the authtoken of
+  the credential seeded into the run's account (tests/contract/seed.py): a generated token
+  is never a credential's, and every connect would be refused before its logic.
+- A positive disconnect (`DELETE /_admin/agent_sessions/{id}`) ends a session connected for
+  it just before (with a credential made for it), so each case reaches a live session: the
+  admin run's resets remove seeded sessions and credentials alike.
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
   `before_call`): the run must not lock its own account out of the API.
@@ -192,6 +198,21 @@ def _comma_in_delimited_item(case: Any) -> bool:
 
 # The API key whose token the run sends (tests/contract/test_schemathesis.py sets it).
 OWN_KEY = os.environ.get("TUNNELGW_CONTRACT_OWN_KEY", "")
+TOKEN = os.environ.get("TUNNELGW_CONTRACT_TOKEN", "")
+
+
+def _live_session(base_url: str) -> str:
+    """A new simulated agent's session of the run's account (its id, "" if none could be
+    made): a credential, then a connect with its token."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {TOKEN}", "Service-Version": "2"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=10, trust_env=False) as http:
+        credential = http.post("/credentials", json={})
+        if credential.status_code != 201:
+            return ""
+        agent = http.post("/_admin/agent_sessions", json={"authtoken": credential.json()["token"]})
+        return str(agent.json()["tunnel_session"]["id"]) if agent.status_code == 201 else ""
 
 
 def _deletes_own_key(case: Any) -> bool:
@@ -322,12 +343,18 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         return
     if isinstance(case.query, dict) and "filter" in case.query:
         case.query = {**case.query, "filter": _valid_filter(case.query["filter"])}
+    if case.operation.path == "/_admin/agent_sessions/{id}" and TOKEN:
+        session = _live_session(case.operation.base_url or case.operation.schema.get_base_url())
+        if session:
+            case.path_parameters = {**(case.path_parameters or {}), "id": session}
     if not isinstance(case.body, dict):
         return
     schema = _body_schema(case)
     if schema is None:
         return
     case.body = _operator_binding(schema, _with_path_echoes(schema, case))
+    if case.operation.path == "/_admin/agent_sessions" and "authtoken" in case.body:
+        case.body = {**case.body, "authtoken": seed.AGENT_TOKEN}
     flat = any(case.body.get(name) is not None for name in ("enabled", "backend_id"))
     wrapped = case.body.get("module") is not None
     if schema.get("x-check") == "tls-edge-backend-form" and flat and wrapped:

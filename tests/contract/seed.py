@@ -1,7 +1,8 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
 backend for the backend module, an IP policy and IP restrictions using it, an event
-destination for subscriptions to name, a vault for the secret creates), seeded into the
+destination for subscriptions to name, a vault for the secret creates, tunnel sessions for
+the session commands), seeded into the
 contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
@@ -21,6 +22,7 @@ import yaml
 from models import (
     ApplicationSession,
     ApplicationUser,
+    Credential,
     Edge,
     EdgeRoute,
     Endpoint,
@@ -32,12 +34,13 @@ from models import (
     IpPolicy,
     IpRestriction,
     IpRestrictionPolicy,
-    Principal,
     Tunnel,
     TunnelGroupBackend,
+    TunnelSession,
     Vault,
 )
 from tunnelgw.core import ids
+from tunnelgw.services import auth
 from tunnelgw.storage.unit import Unit
 
 # Operation selector (a Schemathesis `include-*` key and value) -> fixed parameters
@@ -95,7 +98,12 @@ def _read_only(account_id: str) -> dict[str, Any]:
     }
 
 
-async def seed(session: Unit, account_id: str) -> Entries:
+# The authtoken of the contract account's tunnel credential (no ACL rules), for the admin
+# API's agent connects: a generated one is never a credential's.
+AGENT_TOKEN = "tgwcr_contract-agent-" + "x" * 22
+
+
+async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
     """Insert the rows; which operations must use which of them."""
     read_only = _read_only(account_id)
     endpoint = _endpoint(account_id, read_only["tunnel"])
@@ -131,15 +139,34 @@ async def seed(session: Unit, account_id: str) -> Entries:
     rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
     # A vault for the secret creates (a random `vault_id` never names one), made by the
     # account's admin.
-    admin = (await session.select(Principal, f'"account_id" = {session.mark}', [account_id]))[0]
     vault = Vault.new(
         id=ids.new_id(Vault.PREFIX),
         account_id=account_id,
         name=VAULT_NAME,
-        created_by=admin.id,
-        last_updated_by=admin.id,
+        created_by=admin_id,
+        last_updated_by=admin_id,
     )
+    # A tunnel session for each command (stop and restart end theirs; update needs a version
+    # with a newer one of its major version).
+    credential = Credential.new(
+        id=ids.new_id(Credential.PREFIX),
+        account_id=account_id,
+        owner_id=admin_id,
+        token_hash=auth.hash_token(AGENT_TOKEN),
+    )
+    agents = {
+        name: TunnelSession.new(
+            id=ids.new_id(TunnelSession.PREFIX),
+            account_id=account_id,
+            agent_version="3.1.0",
+            os="linux",
+            ip="203.0.113.7",
+            credential_id=credential.id,
+        )
+        for name in ("get", "stop", "restart", "update")
+    }
     session.add_all([*rows, subscription, edge, backend, policy, *restrictions, destination, vault])
+    session.add_all([credential, *agents.values()])
     await session.flush()
     session.add_all(
         IpRestrictionPolicy.new(
@@ -167,6 +194,10 @@ async def seed(session: Unit, account_id: str) -> Entries:
         (("include-operation-id", "application_sessions.get"), {"path.id": users[2][1].id}),
         (("include-operation-id", "application_sessions.delete"), {"path.id": users[3][1].id}),
         (("include-operation-id", "tunnels.get"), {"path.id": read_only["tunnel"].id}),
+        *(
+            (("include-operation-id", f"tunnel_sessions.{name}"), {"path.id": agent.id})
+            for name, agent in agents.items()
+        ),
         (("include-operation-id", "https_edges.get"), {"path.id": read_only["https_edge"].id}),
         (("include-operation-id", "tcp_edges.get"), {"path.id": read_only["tcp_edge"].id}),
         (

@@ -67,3 +67,29 @@ def test_checked_keeps_the_rules_and_names_the_first_bad_one():
     assert raised.value.code is Code.INVALID_ACL_RULE
     assert raised.value.details == {"field": "acl.1"}
     assert "acl[1] 'bind:'" in raised.value.msg
+
+
+@pytest.mark.parametrize(
+    ("rules", "asked", "allowed"),
+    [
+        ([], {"hostname": "app.example.com"}, True),
+        (["*"], {"address": "1.tcp.example.com:20002"}, True),
+        (["bind:app.example.com"], {"hostname": "APP.example.com"}, True),
+        (["bind:app.example.com"], {"hostname": "api.example.com"}, False),
+        (["bind:*.example.com"], {"hostname": "x.example.com"}, True),
+        (["bind:*.example.com"], {"hostname": "*.example.com"}, True),
+        (["bind:*.example.com"], {"hostname": "example.com"}, False),
+        (["bind:*.example.com"], {"hostname": "x.example.org"}, False),
+        (["bind:1.tcp.example.com:20002"], {"address": "1.tcp.example.com:20002"}, True),
+        (["bind:1.tcp.example.com:20002"], {"address": "1.tcp.example.com:20003"}, False),
+        (["bind:1.tcp.example.com:20002"], {"hostname": "1.tcp.example.com"}, False),
+        (["bind:env=prod"], {"labels": {"env": "prod"}}, True),
+        (["bind:env=prod"], {"labels": {"env": "prod", "app": "web"}}, False),
+        (["bind:env=prod", "bind:*=web"], {"labels": {"env": "prod", "app": "web"}}, True),
+        (["bind:env=*"], {"labels": {"env": "Staging"}}, True),
+        (["bind:env=prod"], {"labels": {"env": "Prod"}}, False),
+        (["bind:env=prod"], {"hostname": "env"}, False),
+    ],
+)
+def test_what_a_credential_may_bind(rules: list[str], asked: dict, allowed: bool) -> None:
+    assert acls.allows(rules, **asked) is allowed

@@ -101,7 +101,7 @@ def test_quotas(monkeypatch):
     ("quotas", "message"),
     [
         ("api_keys=3", "'api_keys' is not a kind of resource with a quota"),
-        ("tunnel=3", "not a kind"),
+        ("tunnels=3", "not a kind"),
         ("api_key", "write api_key=N"),
         ("api_key=-1", "write api_key=N"),
         ("api_key=1e3", "write api_key=N"),

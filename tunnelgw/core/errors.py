@@ -67,6 +67,11 @@ class Code(enum.Enum):
         "An ACL rule is not '*' or 'bind:' and a hostname, a host:port address or a label.",
     )
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
+    DOMAIN_NOT_RESERVED = (
+        400,
+        "The hostname is neither a reserved domain of the account nor under the shared domain.",
+    )
+    ADDRESS_NOT_RESERVED = (400, "The TCP address is not a reserved address of the account.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
     # 400: event destinations (tunnelgw.rules.event_targets).
@@ -116,6 +121,11 @@ class Code(enum.Enum):
         403,
         "The API key belongs to an inactive bot user; an admin can make it active again.",
     )
+    AGENT_AUTH_FAILED = (
+        403,
+        "The agent's authtoken is not the token of a tunnel credential of the account.",
+    )
+    AGENT_BIND_DENIED = (403, "The ACL of the agent's credential does not allow this binding.")
     # 404 / 405: what is being addressed.
     NOT_FOUND = (404, "No such resource.")
     REFERENCE_NOT_FOUND = (404, "A resource named in the request body does not exist.")
@@ -136,6 +146,9 @@ class Code(enum.Enum):
         409,
         "An IP restriction uses the IP policy; take it out of the restriction first.",
     )
+    DOMAIN_RESERVED_ELSEWHERE = (409, "The hostname is a reserved domain of another account.")
+    ENDPOINT_URL_IN_USE = (409, "Another endpoint of the account has this URL.")
+    AGENT_COMMAND_REFUSED = (409, "The agent cannot carry out this command in its state.")
     EVENT_DESTINATION_IN_USE = (
         409,
         "An event subscription sends to the event destination; take it out of the subscription "

@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     # the one before it (the first this long after the report); 0: decided at once.
     abuse_report_review_seconds: int = Field(default=60, ge=0, le=86400 * 30)
 
+    # Simulated agents (docs/admin-api.md): the newest agent version; a tunnel session's update
+    # command moves an agent of the same major version that is older to it.
+    agent_latest_version: str = Field(default="3.30.0", pattern=r"^[0-9]{1,4}(\.[0-9]{1,4}){1,3}$")
+
     # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
     # port a free one of tcp_port_min..tcp_port_max (docs/behaviour.md).
     tcp_host_pattern: str = "{region}.tcp"
@@ -241,6 +245,7 @@ QUOTA_KINDS = frozenset(
         "api_key",
         "certificate_authority",
         "credential",
+        "endpoint",
         "edge",
         "event_destination",
         "event_subscription",
@@ -257,7 +262,9 @@ QUOTA_KINDS = frozenset(
         "ssh_host_certificate",
         "ssh_user_certificate",
         "tls_certificate",
+        "tunnel",
         "tunnel_group_backend",
+        "tunnel_session",
         "vault",
         "vault_secret",
     }

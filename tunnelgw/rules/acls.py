@@ -11,7 +11,7 @@ A rule is `*` (no restriction, as no rules at all) or `bind:` followed by one of
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tunnelgw.core.errors import ApiError, Code
 
@@ -67,3 +67,39 @@ def checked(rules: Sequence[str] | None, field: str = "acl") -> list[str]:
                 field=f"{field}.{index}",
             )
     return list(rules or ())
+
+
+def _host_allowed(target: str, hostname: str) -> bool:
+    if target.startswith("*."):  # `*.example.com` binds x.example.com and *.example.com
+        return hostname.endswith(target[1:])
+    return hostname == target
+
+
+def _label_allowed(target: str, key: str, value: str) -> bool:
+    rule_key, _, rule_value = target.partition("=")
+    return rule_key in ("*", key) and rule_value in ("*", value)
+
+
+def allows(
+    rules: Sequence[str],
+    *,
+    hostname: str | None = None,
+    address: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> bool:
+    """Whether an agent holding a credential with the ACL `rules` may bind `hostname` (lower
+    case), the TCP `address` (`host:port`), or a labeled tunnel with `labels` (each label must
+    be allowed). No rules, or a `*` rule, allow everything; else a `bind:` rule must match: a
+    leading `*.` matches every name under it, and `*` a label's key or value."""
+    if not rules or "*" in rules:
+        return True
+    targets = [rule[len(BIND) :] for rule in rules if rule.startswith(BIND)]
+    names = [t.lower() for t in targets if "=" not in t]
+    if hostname is not None:
+        return any(_host_allowed(name, hostname.lower()) for name in names)
+    if address is not None:
+        return address.lower() in names
+    return all(
+        any("=" in t and _label_allowed(t, key, value) for t in targets)
+        for key, value in (labels or {}).items()
+    )

@@ -77,6 +77,7 @@ async def admit(
             if usage is None:
                 usage = QuotaUsage.new(account_id=account_id, kind=kind, bound=held)
                 unit.add(usage)
+                await unit.flush()  # tracked from now on: a second admit in `unit` finds it
             else:
                 usage.bound = held
     else:

@@ -1,6 +1,7 @@
-"""IP restrictions applied to this API: whether the account's `api` restrictions admit a
-request's client address. Only accounts whose summary says they have some are checked
-(`Caller.api_restriction`, read with the credential check)."""
+"""IP restrictions applied: whether the account's `api` restrictions admit a request's
+client address to this API (only accounts whose summary says they have some are checked:
+`Caller.api_restriction`, read with the credential check), and whether its `agent`
+restrictions admit a simulated agent's address (tunnelgw.services.agents)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from tunnelgw.rules import cidrs
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
-# Each `api` restriction of the account with the rules of its policies (a restriction whose
-# policies have no rule comes once, with no cidr: it admits no address).
-_API_RULES = Query(
+# Each restriction of the account and type with the rules of its policies (a restriction
+# whose policies have no rule comes once, with no cidr: it admits no address).
+_RULES = Query(
     select(
         col(IpRestriction.id),
         col(IpRestriction.enforced),
@@ -32,7 +34,7 @@ _API_RULES = Query(
         IpPolicyRule, col(IpPolicyRule.ip_policy_id) == col(IpRestrictionPolicy.ip_policy_id)
     )
     .where(col(IpRestriction.account_id) == bindparam("account_id"))
-    .where(col(IpRestriction.type) == "api")
+    .where(col(IpRestriction.type) == bindparam("type"))
 )
 
 
@@ -51,7 +53,26 @@ async def check_api(caller: Caller, client: cidrs.Address | None) -> Verdict:
     if caller.api_restriction == API_NONE:
         return Verdict()
     async with db.read() as unit:
-        rows = (await unit.exec(_API_RULES, {"account_id": caller.account_id})).all()
+        return await check(unit, caller.account_id, "api", client)
+
+
+# What a refusal tells the client to do, per restriction type.
+_REFUSED = {
+    "api": "requests to this API",
+    "agent": "agents to connect",
+}
+_REMEDY = {
+    "api": "Send it from an address its IP policies allow, or change the restriction (the "
+    "admin API still answers from any address).",
+    "agent": "Connect the agent from an address its IP policies allow, or change the restriction.",
+}
+
+
+async def check(unit: Unit, account_id: str, type_: str, client: cidrs.Address | None) -> Verdict:
+    """Raises ApiError(403 ERR_IP_RESTRICTED) when an enforced restriction of the account of
+    type `type_` (`api` or `agent`) does not admit `client`; else the unenforced ones that
+    would have refused it."""
+    rows = (await unit.exec(_RULES, {"account_id": account_id, "type": type_})).all()
     rules: dict[str, list[tuple[str, str]]] = {}
     enforced: dict[str, bool] = {}
     for restriction_id, is_enforced, cidr, action in rows:
@@ -65,9 +86,8 @@ async def check_api(caller: Caller, client: cidrs.Address | None) -> Verdict:
         if enforced[id_]:
             raise ApiError(
                 Code.IP_RESTRICTED,
-                f"The IP restriction {id_!r} of this account does not allow requests to this "
-                f"API from {shown}. Send it from an address its IP policies allow, or change "
-                "the restriction (the admin API still answers from any address).",
+                f"The IP restriction {id_!r} of this account does not allow {_REFUSED[type_]} "
+                f"from {shown}. {_REMEDY[type_]}",
                 address=shown,
                 restriction=id_,
             )

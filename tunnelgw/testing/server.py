@@ -28,11 +28,11 @@ import tempfile
 import time
 import weakref
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
 
 from tunnelgw.testing import inputs, process
+from tunnelgw.testing.admin import AdminCalls, TunnelgwError
 
 if TYPE_CHECKING:
     import httpx
@@ -45,32 +45,6 @@ _PORT_ATTEMPTS = 3
 T = TypeVar("T")
 
 
-class TunnelgwError(Exception):
-    """A call of the server answered with an error status. `body` is the parsed error body
-    (`error_code`, `msg`, `details`) when the server sent JSON, else the text."""
-
-    def __init__(self, method: str, path: str, status: int, body: Any) -> None:
-        self.method = method
-        self.path = path
-        self.status = status
-        self.body = body
-        fields = body if isinstance(body, dict) else {}
-        self.error_code: str | None = fields.get("error_code")
-        self.msg: str | None = fields.get("msg")
-        self.details: dict[str, Any] = fields.get("details") or {}
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        if self.error_code is None:
-            text = str(self.body)[:2000]
-            return f"{self.method} {self.path}: {self.status}: {text}"
-        message = f"{self.method} {self.path}: {self.status} {self.error_code}: {self.msg}"
-        extra = {k: v for k, v in self.details.items() if k != "operation_id"}
-        if extra:
-            message += "\n" + json.dumps(extra, indent=2, default=str)[:4000]
-        return message
-
-
 class TunnelgwStartError(RuntimeError):
     """The server (or the account set-up before it) failed to start; `log` is its output."""
 
@@ -81,7 +55,7 @@ class TunnelgwStartError(RuntimeError):
         super().__init__(f"{message}\n--- tunnelgw server log (tail) ---\n{cut}{tail}")
 
 
-class TunnelgwServer:
+class TunnelgwServer(AdminCalls):
     """A tunnelgw server in its own process, for tests.
 
     ```python
@@ -243,71 +217,6 @@ class TunnelgwServer:
         except OSError:
             return 0
 
-    # The admin API (/_admin/...).
-
-    def reset(self) -> dict[str, Any]:
-        """Empty the account (it keeps its principals and API keys), clear its fault rules and
-        reset its clock; returns `{"account_id", "deleted": {table: count}}`."""
-        return self._object("POST", "/_admin/reset")
-
-    def load(self, fixture: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
-        """Load a fixture into the account: a file (path), a dict, or YAML/JSON text. Files
-        and text are checked here first, so problems name positions in them
-        (tunnelgw.fixtures.FixtureError). Returns the summary (labels, counts, tokens)."""
-        if isinstance(fixture, Mapping):
-            document: Any = dict(fixture)
-        else:
-            text, name = inputs.fixture_source(fixture)
-            document = inputs.checked_document(text, name)
-        return self._object("POST", "/_admin/fixtures", document)
-
-    def advance(self, seconds: float) -> datetime:
-        """Move the account's simulated clock forward; returns the simulated now."""
-        return self._clock({"advance_seconds": seconds})
-
-    def set_time(self, when: datetime | str) -> datetime:
-        """Set the account's simulated clock (a naive datetime is UTC; the clock never moves
-        backwards); returns the simulated now."""
-        return self._clock({"set": inputs.as_rfc3339(when)})
-
-    def reset_clock(self) -> datetime:
-        """Back to real time; returns now."""
-        return self._clock({"reset": True})
-
-    def now(self) -> datetime:
-        """The account's simulated now."""
-        return inputs.parse_time(self._object("GET", "/_admin/clock")["now"])
-
-    def fault(
-        self,
-        operation: str,
-        status: int | None = None,
-        count: int | None = None,
-        latency_ms: int | None = None,
-        probability: float | None = None,
-    ) -> dict[str, Any]:
-        """Inject a fault into an operation (the spec's operationId, e.g.
-        `reserved_domains.create`): an error `status`, a latency, for the next `count` calls
-        or with a `probability`. Returns the rule."""
-        rule: dict[str, Any] = {"operation": operation}
-        for name, value in (
-            ("status", status),
-            ("count", count),
-            ("latency_ms", latency_ms),
-            ("probability", probability),
-        ):
-            if value is not None:
-                rule[name] = value
-        return self._object("POST", "/_admin/faults", rule)
-
-    def faults(self) -> list[dict[str, Any]]:
-        """The active fault rules."""
-        rules: list[dict[str, Any]] = self._object("GET", "/_admin/faults")["faults"]
-        return rules
-
-    def clear_faults(self) -> None:
-        self._admin("DELETE", "/_admin/faults")
-
     def __repr__(self) -> str:
         if self._account_id is None:
             return "<TunnelgwServer (not started)>"
@@ -343,15 +252,6 @@ class TunnelgwServer:
                 error = response.text
             raise TunnelgwError(method, path, response.status_code, error)
         return response.json() if response.content else None
-
-    def _object(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        answer = self._admin(method, path, body)
-        if not isinstance(answer, dict):
-            raise TunnelgwError(method, path, 200, answer)  # not the documented answer
-        return answer
-
-    def _clock(self, body: dict[str, Any]) -> datetime:
-        return inputs.parse_time(self._object("POST", "/_admin/clock", body)["now"])
 
     def _env(self, data_dir: Path) -> dict[str, str]:
         env = {
