@@ -64,6 +64,41 @@ class Code(enum.Enum):
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
+    # 400: cloud endpoints (tunnelgw.rules.endpoint_urls, tunnelgw.rules.traffic_policy).
+    ENDPOINT_URL_INVALID = (
+        400,
+        "The endpoint URL is not scheme://host[:port] (http, https, tcp, tls).",
+    )
+    ENDPOINT_PORT_INVALID = (
+        400,
+        "The endpoint URL's port is not one its scheme and binding allow.",
+    )
+    ENDPOINT_BINDING_INVALID = (
+        400,
+        "bindings must be exactly one of public, internal, kubernetes.",
+    )
+    ENDPOINT_INTERNAL_HOST_REQUIRED = (
+        400,
+        "An endpoint with the internal binding needs a hostname ending in .internal.",
+    )
+    ENDPOINT_INTERNAL_BINDING_REQUIRED = (
+        400,
+        "A .internal hostname needs the internal binding.",
+    )
+    ENDPOINT_KUBERNETES_URL_INVALID = (
+        400,
+        "A kubernetes-bound endpoint's URL is http or tcp://service.namespace[:port].",
+    )
+    ENDPOINT_DOMAIN_NOT_RESERVED = (
+        400,
+        "A public endpoint's host must be a reserved domain of the account (or match one).",
+    )
+    ENDPOINT_ADDR_NOT_RESERVED = (
+        400,
+        "A public tcp endpoint's host:port must be a reserved TCP address of the account.",
+    )
+    ENDPOINT_SCHEME_CHANGE = (400, "An endpoint's scheme cannot change; create a new endpoint.")
+    INVALID_TRAFFIC_POLICY = (400, "The traffic policy is invalid; the details say where.")
     # 400: list filters (tunnelgw.rules.filtering); the message gives the column.
     FILTER_SYNTAX = (400, "The filter is not a valid expression.")
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
@@ -105,6 +140,14 @@ class Code(enum.Enum):
     IP_POLICY_IN_USE = (
         409,
         "An IP restriction uses the IP policy; take it out of the restriction first.",
+    )
+    ENDPOINT_URL_IN_USE = (
+        409,
+        "Another endpoint of the account has this URL and binding; pooling must be on for both.",
+    )
+    AGENT_ENDPOINT_READ_ONLY = (
+        409,
+        "An agent endpoint is managed by its agent; only cloud endpoints change here.",
     )
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
