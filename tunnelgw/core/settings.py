@@ -238,6 +238,7 @@ QUOTA_KINDS = frozenset(
         "certificate_authority",
         "credential",
         "edge",
+        "endpoint",
         "event_subscription",
         "http_response_backend",
         "ip_policy",

@@ -43,12 +43,11 @@ class _At:
 
     def fault(self, what: str) -> ApiError:
         where = ", ".join(self.words)
-        return ApiError(
-            Code.INVALID_TRAFFIC_POLICY,
-            f"Invalid traffic_policy{' at ' + where if where else ''}: {what}",
-            field="traffic_policy",
-            **dict(self.details),
-        )
+        details = {"field": "traffic_policy", **dict(self.details)}
+        message = f"Invalid traffic_policy{' at ' + where if where else ''}: {what}"
+        error = ApiError(Code.INVALID_TRAFFIC_POLICY, message)
+        error.details = details
+        return error
 
 
 class _Loader(yaml.SafeLoader):
@@ -56,7 +55,7 @@ class _Loader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.MarkedYAMLError(
                 problem="aliases (*name) are not accepted", problem_mark=mark
             )

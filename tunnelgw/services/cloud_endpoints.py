@@ -1,0 +1,111 @@
+"""Cloud endpoints against the account's state: the reserved domain or TCP address a public
+URL must match (a name under the service's shared domain is reserved on the fly, as the
+platform does), and the pooling rule for endpoints sharing a URL and binding. The URL rules
+themselves are pure (tunnelgw.rules.endpoint_urls)."""
+
+from __future__ import annotations
+
+from models import Endpoint, ReservedAddr, ReservedDomain
+from tunnelgw.core import ids, settings
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.rules import endpoint_urls, hostnames
+from tunnelgw.rules.endpoint_urls import Target
+from tunnelgw.services import quotas
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage.unit import Unit
+
+
+async def place(unit: Unit, caller: Caller, row: Endpoint, target: Target) -> None:
+    """Set `row`'s URL fields from `target`, and its reserved domain or address: the one of
+    the caller's account that a public URL matches (ApiError 400 when none does)."""
+    row.public_url = target.url
+    row.proto = target.scheme
+    row.hostport = target.hostport
+    row.bindings = [target.binding]
+    row.reserved_domain_id = None
+    row.reserved_addr_id = None
+    if target.needs == "domain":
+        row.reserved_domain_id = await _domain(unit, caller, target)
+    elif target.needs == "addr":
+        row.reserved_addr_id = await _addr(unit, caller, target)
+
+
+async def _domain(unit: Unit, caller: Caller, target: Target) -> str:
+    """The caller's reserved domain that `target.host` matches: the name itself, else the
+    nearest wildcard domain covering it; a free name under the shared domain is reserved
+    for the account in this unit of work (counting against its reserved_domain quota)."""
+    candidates = endpoint_urls.domain_candidates(target.host)
+    found = {row.domain: row for row in await unit.select_in(ReservedDomain, "domain", candidates)}
+    for name in candidates:
+        row = found.get(name)
+        if row is not None and row.account_id == caller.account_id:
+            return row.id
+    shared = settings.current().shared_domain.lower()
+    if hostnames.is_under(target.host, shared) and not hostnames.is_wildcard(target.host):
+        if target.host in found:
+            raise ApiError(
+                Code.DOMAIN_IN_USE,
+                f"{target.host!r} is reserved by another account; pick another name.",
+                field="url",
+            )
+        return await _reserve(unit, caller, target.host)
+    raise ApiError(
+        Code.ENDPOINT_DOMAIN_NOT_RESERVED,
+        f"{target.host!r} is not a reserved domain of this account, nor covered by a "
+        "wildcard one; reserve it first (POST /reserved_domains), or use a name under "
+        f"{shared}.",
+        field="url",
+    )
+
+
+async def _reserve(unit: Unit, caller: Caller, domain: str) -> str:
+    row = ReservedDomain.new(
+        id=ids.new_id(ReservedDomain.PREFIX),
+        account_id=caller.account_id,
+        domain=domain,
+        description="Reserved for a cloud endpoint",
+    )
+    await quotas.add(unit, row)
+    return row.id
+
+
+async def _addr(unit: Unit, caller: Caller, target: Target) -> str:
+    condition = f'"host" = {unit.mark} AND "port" = {unit.mark}'
+    for row in await unit.select(ReservedAddr, condition, [target.host, target.port]):
+        if row.account_id == caller.account_id:
+            return row.id
+    raise ApiError(
+        Code.ENDPOINT_ADDR_NOT_RESERVED,
+        f"{target.hostport} is not a reserved TCP address of this account; reserve one "
+        "(POST /reserved_addrs) and use its addr in a tcp:// URL.",
+        field="url",
+    )
+
+
+async def check_pool(unit: Unit, caller: Caller, row: Endpoint) -> None:
+    """ApiError(409 ERR_ENDPOINT_URL_IN_USE) when another endpoint of the account has `row`'s
+    URL and binding and pooling is not on for all of them (the platform's pooling rule)."""
+    condition = f'"account_id" = {unit.mark} AND "public_url" = {unit.mark}'
+    others = [
+        other
+        for other in await unit.select(Endpoint, condition, [caller.account_id, row.public_url])
+        if other.id != row.id and list(other.bindings) == list(row.bindings)
+    ]
+    if not others:
+        return
+    unpooled = [other.id for other in others if not other.pooling_enabled]
+    if row.pooling_enabled and not unpooled:
+        return
+    names = ", ".join(other.id for other in others)
+    why = (
+        f"endpoints without pooling have it ({', '.join(unpooled)})"
+        if unpooled
+        else f"the endpoints that have it ({names}) pool, but this one does not enable pooling"
+    )
+    raise ApiError(
+        Code.ENDPOINT_URL_IN_USE,
+        f"{row.public_url} ({row.bindings[0]}) is in use: {why}; endpoints share a URL only "
+        "when pooling_enabled is true on all of them.",
+        field="url",
+        endpoints=names,
+    )
