@@ -112,4 +112,14 @@ CREATES: dict[str, Create] = {
         "ssh_credential",
         lambda c, t: {"public_key": ssh_keygen(t, "ed25519")},
     ),
+    # Cloud endpoints: an internal URL needs no reserved domain.
+    "endpoints.create": Create(
+        "/endpoints",
+        "endpoint",
+        lambda c, t: {
+            "url": f"https://{_unique('q')}.internal",
+            "type": "cloud",
+            "traffic_policy": "on_http_request:\n  - actions:\n      - type: deny\n",
+        },
+    ),
 }
