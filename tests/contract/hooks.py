@@ -15,6 +15,8 @@ because OpenAPI 3.0 cannot express them.
   almost never one).
 - A positive reserved-domain create gets a random first label on its domain, since a domain
   is reserved once across the server (see `_fresh_domain`).
+- A positive cloud endpoint create or update gets a fresh `.internal` https URL and no
+  `bindings` (see `_fresh_endpoint_url`).
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
@@ -46,7 +48,7 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
 from tunnelgw.http.validation import check_extensions
-from tunnelgw.rules import acls, certmanagement, cidrs, hostnames, reserved_names
+from tunnelgw.rules import acls, certmanagement, cidrs, hostnames, reserved_names, traffic_policy
 from tunnelgw.services import listing
 
 
@@ -70,6 +72,7 @@ FORMATS: dict[str, Callable[[str], object]] = {
     "tls-private-key": lambda value: _tls_part("private_key_pem", _example_chain(), value),
     "cidr": cidrs.canonical,
     "acl-rule": lambda value: acls.checked([value]),
+    "traffic-policy": traffic_policy.parse,
 }
 
 
@@ -221,6 +224,7 @@ def map_case(context: Any, case: Any) -> Any:
         case.body = _with_formats(schema, case.body, case.operation.schema.raw_schema)
         if schema.get("x-check") == "reserved-domain-create":
             case.body = _fresh_domain(case.body)
+        case.body = _fresh_endpoint_url(case)
     return case
 
 
@@ -275,6 +279,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         case.body.get("name") or case.body.get("domain")
     ):
         case.body = _fresh_domain({**case.body, "domain": "example.com"})
+    case.body = _fresh_endpoint_url(case)
     if case.body.get("type") == "api" and "ip_policy_ids" in schema.get("properties", {}):
         # An `api` IP restriction could lock the run's account out of its own API (the
         # generated policies rarely allow 127.0.0.1): its behaviour is tested by
@@ -299,3 +304,20 @@ def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
     if len(fresh) > hostnames.MAX_LENGTH:
         return body
     return {**body, **{key: fresh for key in ("name", "domain") if body.get(key)}}
+
+
+ENDPOINT_WRITES = frozenset({"endpoints.create", "endpoints.update"})
+
+
+def _fresh_endpoint_url(case: Any) -> dict[str, Any]:
+    """A positive cloud endpoint create or update body with a fresh `https://<random>.internal`
+    URL and no `bindings`: a generated URL almost never names a reserved domain of the run's
+    account (400), and one URL taken twice is 409 (the URL rules are tested by
+    tests/api/test_cloud_endpoints.py). The seeded endpoints the updates use are https."""
+    body: dict[str, Any] = case.body
+    if case.operation.definition.raw.get("operationId") not in ENDPOINT_WRITES:
+        return body
+    if case.operation.definition.raw["operationId"] == "endpoints.update" and not body.get("url"):
+        return {k: v for k, v in body.items() if k != "bindings"}
+    fresh = f"https://u{secrets.token_hex(6)}.internal"
+    return {**{k: v for k, v in body.items() if k != "bindings"}, "url": fresh}
