@@ -95,6 +95,9 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         url, bindings = body.get("url"), body.get("bindings")
         pooling = body.get("pooling_enabled")
         if url or bindings or pooling is not None:
+            await quotas.take_turn(
+                unit, caller.account_id
+            )  # as creates do: one URL check at a time
             target = endpoint_urls.check(url or row.public_url, bindings or row.bindings)
             if target.scheme != row.proto:
                 raise ApiError(
