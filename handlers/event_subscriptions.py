@@ -1,7 +1,8 @@
 """Event subscriptions (`/event_subscriptions`): `sources` are the subscription's event
-source rows, the ones the event source operations serve. This server has no event
-destinations: a non-empty `destination_ids` is 404. On update, `sources: []` and
-`destination_ids: []` change nothing (the Python client sends `sources: []` every time)."""
+source rows, the ones the event source operations serve; `destination_ids` name event
+destinations of the account (404 otherwise), linked in `event_subscription_destination`. On
+update, `sources: []` and `destination_ids: []` change nothing (the Python client sends both
+every time)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,49 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from models import EventSource, EventSubscription
+from sqlalchemy import delete as sql_delete
+from sqlmodel import col
+
+from models import EventDestination, EventSource, EventSubscription, EventSubscriptionDestination
 from models.event_source import of_subscription
+from models.event_subscription import destinations_of
 from tunnelgw.core import ids
-from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, paging, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
 
 
-def _check_destinations(body: dict[str, Any]) -> None:
-    """ApiError(404) for any destination id: no event destination exists here."""
-    destination_ids = body.get("destination_ids") or []
-    if destination_ids:
-        raise ApiError(
-            Code.REFERENCE_NOT_FOUND,
-            f"No event destination with id {destination_ids[0]!r} in this account (this "
-            "server has no event destinations).",
-            field="destination_ids",
+def _destination_ids(body: dict[str, Any]) -> builtins.list[str]:
+    """The body's destination ids, each once, in id order."""
+    return sorted(set(body.get("destination_ids") or []))
+
+
+async def _link(
+    unit: Unit, subscription: EventSubscription, destination_ids: builtins.list[str]
+) -> None:
+    """Make `destination_ids` the subscription's destinations; each must be the caller's
+    (404 ERR_REFERENCE_NOT_FOUND), share-locked so it cannot be deleted meanwhile."""
+    caller = auth.caller()
+    for destination_id in destination_ids:
+        await crud.get_reference(
+            unit, EventDestination, caller, destination_id, "destination_ids", lock="share"
         )
+    await unit.exec(
+        sql_delete(EventSubscriptionDestination).where(
+            col(EventSubscriptionDestination.subscription_id) == subscription.id
+        )
+    )
+    unit.add_all(
+        [
+            EventSubscriptionDestination.new(
+                subscription_id=subscription.id,
+                destination_id=destination_id,
+                account_id=subscription.account_id,
+            )
+            for destination_id in destination_ids
+        ]
+    )
 
 
 def _types(body: dict[str, Any]) -> builtins.list[str]:
@@ -49,22 +73,28 @@ def _new_sources(
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    _check_destinations(body)
     subscription = EventSubscription.new(
         id=ids.new_id(EventSubscription.PREFIX), account_id=auth.caller().account_id
     )
     crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
     sources = _new_sources(subscription, _types(body))
+    destination_ids = _destination_ids(body)
     async with db.write() as unit:
-        await quotas.add(unit, subscription)  # inserted before its sources
+        await quotas.add(unit, subscription)  # inserted before its sources and destinations
         unit.add_all(sources)
-    return subscription.to_api(sources), 201
+        if destination_ids:
+            await unit.flush()
+            await _link(unit, subscription, destination_ids)
+    return subscription.to_api(sources, destination_ids), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
     async with db.read() as unit:
         subscription = await crud.get_owned(unit, EventSubscription, auth.caller(), id)
-        return subscription.to_api(await of_subscription(unit, subscription.id))
+        return subscription.to_api(
+            await of_subscription(unit, subscription.id),
+            (await destinations_of(unit, [subscription.id]))[subscription.id],
+        )
 
 
 async def list(
@@ -85,12 +115,15 @@ async def list(
 async def _with_sources(
     unit: Unit, rows: builtins.list[EventSubscription]
 ) -> Callable[[EventSubscription], dict[str, Any]]:
-    """Renders the page's subscriptions with their sources (read for the page at once)."""
-    found = await unit.select_in(EventSource, "subscription_id", [r.id for r in rows])
+    """Renders the page's subscriptions with their sources and destinations (each read for
+    the page at once)."""
+    ids_ = [row.id for row in rows]
+    found = await unit.select_in(EventSource, "subscription_id", ids_)
     sources: dict[str, builtins.list[EventSource]] = {row.id: [] for row in rows}
     for source in sorted(found, key=lambda s: s.type):
         sources[source.subscription_id].append(source)
-    return lambda row: row.to_api(sources[row.id])
+    destinations = await destinations_of(unit, ids_)
+    return lambda row: row.to_api(sources[row.id], destinations[row.id])
 
 
 async def _replace_sources(
@@ -111,7 +144,7 @@ async def _replace_sources(
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    _check_destinations(body)
+    destination_ids = _destination_ids(body)
     async with db.write() as unit:
         subscription = await crud.get_managed(unit, EventSubscription, auth.caller(), id, lock=True)
         crud.apply_patch(subscription, body, crud.DESCRIBED_FIELDS)
@@ -120,9 +153,13 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
             sources = await _replace_sources(unit, subscription, types)
         else:
             sources = await of_subscription(unit, subscription.id)
-    return subscription.to_api(sources)
+        if destination_ids:  # [] and null change nothing
+            await _link(unit, subscription, destination_ids)
+        else:
+            destination_ids = (await destinations_of(unit, [subscription.id]))[subscription.id]
+    return subscription.to_api(sources, destination_ids)
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    # The sources go with it (foreign key ON DELETE CASCADE).
+    # The sources and destination links go with it (foreign keys ON DELETE CASCADE).
     return await crud.delete_one(EventSubscription, id)

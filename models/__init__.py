@@ -11,8 +11,9 @@ from models.edge import Edge
 from models.edge_route import EdgeRoute
 from models.endpoint import Endpoint
 from models.endpoint_configuration import EndpointConfiguration
+from models.event_destination import EventDestination
 from models.event_source import EventSource
-from models.event_subscription import EventSubscription
+from models.event_subscription import EventSubscription, EventSubscriptionDestination
 from models.fault_rule import FaultRule
 from models.fixture_load import FixtureLoad
 from models.http_response_backend import HttpResponseBackend
@@ -44,8 +45,10 @@ __all__ = [
     "EdgeRoute",
     "Endpoint",
     "EndpointConfiguration",
+    "EventDestination",
     "EventSource",
     "EventSubscription",
+    "EventSubscriptionDestination",
     "FaultRule",
     "FixtureLoad",
     "HttpResponseBackend",

@@ -122,4 +122,9 @@ CREATES: dict[str, Create] = {
             "traffic_policy": "on_http_request:\n  - actions:\n      - type: deny\n",
         },
     ),
+    "event_destinations.create": Create(
+        "/event_destinations",
+        "event_destination",
+        lambda c, t: {"target": {"datadog": {"api_key": _unique("dd-")}}},
+    ),
 }

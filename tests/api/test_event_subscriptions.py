@@ -1,6 +1,6 @@
 """Event subscriptions: /event_subscriptions (related-resources.md): `sources` are the event
-source rows the event source operations serve; destinations cannot be named (none exist
-here); on update `[]` changes nothing."""
+source rows the event source operations serve; `destination_ids` name the account's event
+destinations, shown as Refs that answer; on update `[]` changes nothing."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_update_replaces_the_whole_set_of_sources(admin):
     assert_error(admin.get(f"{url}/sources/api_key_created.v0"), 404, "ERR_NOT_FOUND")
 
 
-def test_destinations_cannot_be_named(admin):
+def test_unknown_destinations_cannot_be_named(admin):
     for method, url in (("POST", PATH), ("PATCH", f"{PATH}/{admin.post(PATH).json()['id']}")):
         response = admin.request(method, url, json={"destination_ids": [UNKNOWN_ED]})
         error = assert_error(response, 404, "ERR_REFERENCE_NOT_FOUND")
@@ -163,3 +163,70 @@ def test_other_accounts_see_nothing(admin, other):
     assert_error(other.get(f"{url}/sources"), 404, "ERR_NOT_FOUND")
     assert other.get(PATH).json()["event_subscriptions"] == []
     assert admin.get(url).json() == sub
+
+
+def _destination(session) -> str:  # type: ignore[no-untyped-def]
+    made = session.post("/event_destinations", json={"target": {"datadog": {"api_key": "dd-key"}}})
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+def _refs(*ids: str) -> list[dict[str, str]]:
+    return [{"id": id_, "uri": f"{BASE}/event_destinations/{id_}"} for id_ in sorted(ids)]
+
+
+def test_destinations_are_linked_and_shown_as_refs_that_answer(admin):
+    first, second, third = (_destination(admin) for _ in range(3))
+    created = admin.post(PATH, json={"destination_ids": [second, first, second]})
+    assert created.status_code == 201, created.text
+    sub = created.json()
+    assert sub["destinations"] == _refs(first, second)  # each once, in id order
+    for ref in sub["destinations"]:
+        assert admin.get(ref["uri"].removeprefix(BASE)).json()["id"] == ref["id"]
+    url = f"{PATH}/{sub['id']}"
+    assert admin.get(url).json() == sub
+    assert sub in admin.get(PATH).json()["event_subscriptions"]
+    # [] and null change nothing (the Python client sends [] with every update).
+    kept = admin.patch(url, json={"destination_ids": [], "description": "d"}).json()
+    assert kept["destinations"] == _refs(first, second)
+    assert (
+        admin.patch(url, json={"destination_ids": None}).json()["destinations"]
+        == kept["destinations"]
+    )
+    replaced = admin.patch(url, json={"destination_ids": [third]}).json()
+    assert replaced["destinations"] == _refs(third)
+    assert admin.get(url).json() == replaced
+    # A refused PATCH changes nothing.
+    refused = admin.patch(url, json={"destination_ids": [first, UNKNOWN_ED], "description": "x"})
+    assert assert_error(refused, 404, "ERR_REFERENCE_NOT_FOUND")["details"]["field"] == (
+        "destination_ids"
+    )
+    assert admin.get(url).json() == replaced
+
+
+def test_another_accounts_destination_cannot_be_named(admin, other):
+    theirs = _destination(other)
+    for method, url in (("POST", PATH), ("PATCH", f"{PATH}/{admin.post(PATH).json()['id']}")):
+        response = admin.request(method, url, json={"destination_ids": [theirs]})
+        error = assert_error(response, 404, "ERR_REFERENCE_NOT_FOUND")
+        assert error["details"]["field"] == "destination_ids"
+
+
+def test_a_destination_in_use_cannot_be_deleted(admin):
+    destination = _destination(admin)
+    ed_url = f"/event_destinations/{destination}"
+    subs = sorted(
+        admin.post(PATH, json={"destination_ids": [destination]}).json()["id"] for _ in range(2)
+    )
+    refused = assert_error(admin.delete(ed_url), 409, "ERR_EVENT_DESTINATION_IN_USE")
+    assert refused["details"]["subscriptions"] == ",".join(subs)
+    assert refused["details"]["id"] == destination
+    assert admin.get(ed_url).status_code == 200
+    # Taken out of one subscription, deleted with the other: then it can go.
+    other_destination = _destination(admin)
+    assert admin.patch(f"{PATH}/{subs[0]}", json={"destination_ids": [other_destination]}).json()[
+        "destinations"
+    ] == _refs(other_destination)
+    assert admin.delete(f"{PATH}/{subs[1]}").status_code == 204
+    assert admin.delete(ed_url).status_code == 204
+    assert_error(admin.get(ed_url), 404, "ERR_NOT_FOUND")

@@ -42,6 +42,7 @@ SERVED = [
     "ip_restriction",
     "credential",
     "ssh_credential",
+    "event_destination",
 ]
 # The platform has no bot user or service user events; neither does this catalog.
 NO_EVENTS = ["bot_user", "service_user", "principal"]

@@ -17,6 +17,9 @@ because OpenAPI 3.0 cannot express them.
   is reserved once across the server (see `_fresh_domain`).
 - A positive cloud endpoint create or update gets a fresh `.internal` https URL and no
   `bindings` (see `_fresh_endpoint_url`).
+- A positive event destination body whose `target` breaks the cross-field rules (not exactly
+  one kind, AWS auth not exactly one method, the credential empty) gets the `EventTarget`
+  example instead: random objects almost never set exactly one kind.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
@@ -48,7 +51,15 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
 from tunnelgw.http.validation import check_extensions
-from tunnelgw.rules import acls, certmanagement, cidrs, hostnames, reserved_names, traffic_policy
+from tunnelgw.rules import (
+    acls,
+    certmanagement,
+    cidrs,
+    event_targets,
+    hostnames,
+    reserved_names,
+    traffic_policy,
+)
 from tunnelgw.services import listing
 
 
@@ -95,7 +106,31 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
         body["certificate_pem"], body["private_key_pem"]
     ),
     "tls-edge-backend-form": tls_edge_backend.requested_module,
+    # Checked on the body as map_case sends it (a broken target replaced: `_event_target`).
+    "event-destination-create": lambda body: event_targets.check_create(_event_target(body, True)),
+    "event-destination-update": lambda body: event_targets.check_update(_event_target(body)),
 }
+
+
+@functools.cache
+def _example_target() -> dict[str, Any]:
+    """The spec's example event target (a valid one)."""
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+    target: dict[str, Any] = spec["components"]["schemas"]["EventTarget"]["example"]
+    return target
+
+
+def _event_target(body: dict[str, Any], required: bool = False) -> dict[str, Any]:
+    """An event destination body whose `target`, when given (and on create), passes the
+    server's cross-field rules with its credential set; else the body with the example."""
+    target = body.get("target")
+    if target is None and not required:
+        return body
+    try:
+        event_targets.require_credential(event_targets.checked_target(target or {}))
+    except ApiError:
+        return {**body, "target": _example_target()}
+    return body
 
 
 @functools.cache
@@ -225,7 +260,18 @@ def map_case(context: Any, case: Any) -> Any:
         if schema.get("x-check") == "reserved-domain-create":
             case.body = _fresh_domain(case.body)
         case.body = _fresh_endpoint_url(case)
+        case.body = _event_destination(schema, case.body)
     return case
+
+
+def _event_destination(schema: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """An event destination body with a target the server's rules accept (`_event_target`)."""
+    check = schema.get("x-check")
+    if check == "event-destination-create":
+        return _event_target(body, True)
+    if check == "event-destination-update":
+        return _event_target(body)
+    return body
 
 
 def _valid_filter(value: Any) -> Any:
@@ -258,8 +304,8 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     do not pass through it (explicit examples, coverage, stateful links that fill `id` from
     another response): on a positive case, fields repeating a path parameter carry its
     value, `filter` is a valid expression, a TLS edge backend body is not flat and wrapped
-    at once, and a reserved-domain create names a domain (a stateful link may fill only
-    `certificate_id`)."""
+    at once, a reserved-domain create names a domain (a stateful link may fill only
+    `certificate_id`), and an event destination's target is one the server accepts."""
     meta = case.meta
     if meta is not None and not meta.generation.mode.is_positive:
         return
@@ -280,6 +326,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     ):
         case.body = _fresh_domain({**case.body, "domain": "example.com"})
     case.body = _fresh_endpoint_url(case)
+    case.body = _event_destination(schema, case.body)
     if case.body.get("type") == "api" and "ip_policy_ids" in schema.get("properties", {}):
         # An `api` IP restriction could lock the run's account out of its own API (the
         # generated policies rarely allow 127.0.0.1): its behaviour is tested by

@@ -1,8 +1,8 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
-backend for the backend module, an IP policy and IP restrictions using it, cloud endpoints to
-update and delete), seeded into the contract account, and the Schemathesis config that points
-operations at them.
+backend for the backend module, an IP policy and IP restrictions using it, an event
+destination for subscriptions to name, cloud endpoints to update and delete), seeded into the
+contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
 warning, and warnings fail the run. Each `{id}` operation gets a row of its own (a delete
@@ -25,8 +25,10 @@ from models import (
     EdgeRoute,
     Endpoint,
     EndpointConfiguration,
+    EventDestination,
     EventSource,
     EventSubscription,
+    EventSubscriptionDestination,
     IpPolicy,
     IpRestriction,
     IpRestrictionPolicy,
@@ -125,9 +127,21 @@ async def seed(session: Unit, account_id: str) -> Entries:
         )
         for _ in range(3)
     ]
+    # An event destination for the subscription operations to name (random ids never are
+    # one), kept in use by the sources' subscription so no inferred DELETE takes it away.
+    destination = EventDestination.new(
+        id=ids.new_id(EventDestination.PREFIX),
+        account_id=account_id,
+        target={
+            "kinesis": {
+                "stream_arn": "arn:aws:kinesis:us-east-1:123456789012:stream/contract",
+                "auth": {"role": {"role_arn": "arn:aws:iam::123456789012:role/contract"}},
+            }
+        },
+    )
     clouds = [_cloud_endpoint(account_id) for _ in range(2)]
     rows = [*read_only.values(), endpoint, *clouds, *(row for pair in users for row in pair)]
-    session.add_all([*rows, subscription, edge, backend, policy, *restrictions])
+    session.add_all([*rows, subscription, edge, backend, policy, *restrictions, destination])
     await session.flush()
     session.add_all(
         IpRestrictionPolicy.new(
@@ -141,6 +155,11 @@ async def seed(session: Unit, account_id: str) -> Entries:
     session.add_all(
         EventSource.new(subscription_id=subscription.id, type=type_, account_id=account_id)
         for type_ in SEEDED_TYPES
+    )
+    session.add(
+        EventSubscriptionDestination.new(
+            subscription_id=subscription.id, destination_id=destination.id, account_id=account_id
+        )
     )
     route = read_only["route"]
     return [
@@ -179,6 +198,14 @@ async def seed(session: Unit, account_id: str) -> Entries:
             {"path.id": restrictions[1].id, "body.ip_policy_ids": [policy.id]},
         ),
         (("include-operation-id", "ip_restrictions.delete"), {"path.id": restrictions[2].id}),
+        (
+            ("include-operation-id", "event_subscriptions.create"),
+            {"body.destination_ids": [destination.id]},
+        ),
+        (
+            ("include-operation-id", "event_subscriptions.update"),
+            {"body.destination_ids": [destination.id]},
+        ),
     ]
 
 

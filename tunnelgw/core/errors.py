@@ -99,6 +99,13 @@ class Code(enum.Enum):
     )
     ENDPOINT_SCHEME_CHANGE = (400, "An endpoint's scheme cannot change; create a new endpoint.")
     INVALID_TRAFFIC_POLICY = (400, "The traffic policy is invalid; the details say where.")
+    # 400: event destinations (tunnelgw.rules.event_targets).
+    INVALID_EVENT_TARGET = (
+        400,
+        "The target must set exactly one of firehose, kinesis, cloudwatch_logs, datadog and "
+        "azure_logs_ingestion.",
+    )
+    INVALID_AWS_AUTH = (400, "An AWS target's auth must set exactly one of role or creds.")
     # 400: list filters (tunnelgw.rules.filtering); the message gives the column.
     FILTER_SYNTAX = (400, "The filter is not a valid expression.")
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
@@ -148,6 +155,11 @@ class Code(enum.Enum):
     AGENT_ENDPOINT_READ_ONLY = (
         409,
         "An agent endpoint is managed by its agent; only cloud endpoints change here.",
+    )
+    EVENT_DESTINATION_IN_USE = (
+        409,
+        "An event subscription sends to the event destination; take it out of the subscription "
+        "first.",
     )
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")

@@ -239,6 +239,7 @@ QUOTA_KINDS = frozenset(
         "credential",
         "edge",
         "endpoint",
+        "event_destination",
         "event_subscription",
         "http_response_backend",
         "ip_policy",

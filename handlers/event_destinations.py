@@ -1,0 +1,93 @@
+"""Event destinations (`/event_destinations`): a format and exactly one target
+(tunnelgw.rules.event_targets). The target's credential is sealed under the KEK and shown as
+`""`; a PATCH that keeps the kind (and AWS auth method) and leaves the credential empty keeps
+the stored one. A destination an event subscription uses cannot be deleted (409)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models import EventDestination
+from models.event_subscription import subscriptions_using
+from tunnelgw.core import ids
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.crypto import keys
+from tunnelgw.rules import event_targets
+from tunnelgw.rules.event_targets import Target
+from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services.crud import Body
+from tunnelgw.storage import db
+
+
+def _seal(destination: EventDestination, target: Target) -> None:
+    """Store `target` on the row, its credential sealed (None when it has none)."""
+    destination.target = target.api()
+    destination.sealed_credential = (
+        keys.wrap(keys.current(), target.credential.encode("utf-8"), destination.id.encode())
+        if target.credential
+        else None
+    )
+
+
+def _keeps_credential(destination: EventDestination, target: Target) -> bool:
+    """Whether `target` leaves its credential empty where the stored target of the same kind
+    (and, for AWS, the same auth method) holds one: the stored one then stays."""
+    if target.credential != "" or destination.sealed_credential is None:
+        return False
+    return event_targets.checked_target(destination.target).credential is not None and (
+        target.kind in destination.target
+    )
+
+
+async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+    body = body or {}
+    event_targets.check_create(body)
+    destination = EventDestination.new(
+        id=ids.new_id(EventDestination.PREFIX), account_id=auth.caller().account_id
+    )
+    crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
+    destination.format = event_targets.checked_format(body.get("format")) or "json"
+    _seal(destination, event_targets.checked_target(body["target"]))
+    async with db.write() as unit:
+        await quotas.add(unit, destination)
+    return destination.to_api(), 201
+
+
+async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    body = body or {}
+    format_ = event_targets.checked_format(body.get("format"))
+    target = event_targets.check_update(body)
+    async with db.write() as unit:
+        destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
+        crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
+        if format_ is not None:
+            destination.format = format_
+        if target is not None:
+            if _keeps_credential(destination, target):
+                destination.target = target.api()
+            else:
+                event_targets.require_credential(target)
+                _seal(destination, target)
+    return destination.to_api()
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
+    async with db.write() as unit:
+        # Locked before the check; a subscription that takes the destination up share-locks it.
+        destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
+        users = await subscriptions_using(unit, destination.id)
+        if users:
+            raise ApiError(
+                Code.EVENT_DESTINATION_IN_USE,
+                f"The event destination {id!r} is used by the event subscription(s) "
+                f"{', '.join(users)}; take it out of them (PATCH /event_subscriptions/{{id}} "
+                "with other destination_ids) or delete them first.",
+                id=id,
+                subscriptions=",".join(users),
+            )
+        await unit.delete(destination)
+    return None, 204
+
+
+resource = crud.Resource(EventDestination, "event_destinations")
+get, list = resource.get, resource.list
