@@ -1,7 +1,7 @@
 """SSH certificate authorities (`/ssh_certificate_authorities`): spec section 4.5.
 
 The key pair is generated here; the private key is stored wrapped under the KEK and never
-returned. A CA whose user certificates have not all expired cannot be deleted (409).
+returned. A CA whose user or host certificates have not all expired cannot be deleted (409).
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import asyncio
 from typing import Any
 
 from models import SshCertificateAuthority
-from models.ssh_user_certificate import has_unexpired
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud, quotas, ssh_signing
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
 
@@ -57,11 +56,11 @@ async def delete(id: str) -> tuple[None, int]:  # noqa: A002
         # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
         # no certificate is signed between the check and the delete.
         ca = await crud.get_managed(unit, SshCertificateAuthority, caller, id, lock=True)
-        if await has_unexpired(unit, ca.id, timefmt.utcnow()):
+        if await ssh_signing.has_unexpired(unit, ca.id, timefmt.utcnow()):
             raise ApiError(
                 Code.SSH_CA_IN_USE,
-                f"The SSH certificate authority {id!r} signed user certificates that have "
-                "not expired; delete them first.",
+                f"The SSH certificate authority {id!r} signed user or host certificates that "
+                "have not expired; delete them first.",
                 id=id,
             )
         await unit.delete(ca)

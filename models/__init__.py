@@ -1,5 +1,6 @@
 """SQLModel tables, one module per table; importing this package registers them all."""
 
+from models.abuse_report import AbuseReport
 from models.account import Account
 from models.agent_ingress import AgentIngress
 from models.api_key import ApiKey
@@ -27,13 +28,17 @@ from models.reserved_addr import ReservedAddr
 from models.reserved_domain import ReservedDomain
 from models.ssh_certificate_authority import SshCertificateAuthority
 from models.ssh_credential import SshCredential
+from models.ssh_host_certificate import SshHostCertificate
 from models.ssh_user_certificate import SshUserCertificate
 from models.tls_certificate import TlsCertificate
 from models.tunnel import Tunnel
 from models.tunnel_group_backend import TunnelGroupBackend
 from models.tunnel_group_member import TunnelGroupMember
+from models.vault import Vault
+from models.vault_secret import VaultSecret
 
 __all__ = [
+    "AbuseReport",
     "Account",
     "AgentIngress",
     "ApiKey",
@@ -63,9 +68,12 @@ __all__ = [
     "ReservedDomain",
     "SshCertificateAuthority",
     "SshCredential",
+    "SshHostCertificate",
     "SshUserCertificate",
     "TlsCertificate",
     "Tunnel",
     "TunnelGroupBackend",
     "TunnelGroupMember",
+    "Vault",
+    "VaultSecret",
 ]

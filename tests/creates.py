@@ -31,7 +31,7 @@ def _unique(prefix: str) -> str:
 _SSH_CAS: dict[str, str] = {}  # account id -> the SSH CA that signs its certificates here
 
 
-def _ssh_user_certificate(client: Any, tmp_path: Path) -> dict[str, Any]:
+def _ssh_certificate(client: Any, tmp_path: Path) -> dict[str, Any]:
     ca = _SSH_CAS.get(client.creds.account_id)
     if ca is None:
         made = client.post("/ssh_certificate_authorities", json={"private_key_type": "ed25519"})
@@ -48,6 +48,17 @@ def _ip_policy(client: Any) -> str:
         made = client.post("/ip_policies", json={})
         policy = _IP_POLICIES[client.creds.account_id] = made.json()["id"]
     return policy
+
+
+_VAULTS: dict[str, str] = {}  # account id -> the vault its secrets go to here
+
+
+def _vault_secret(client: Any, _tmp_path: Path) -> dict[str, Any]:
+    vault = _VAULTS.get(client.creds.account_id)
+    if vault is None:
+        made = client.post("/vaults", json={"name": _unique("secrets-")})
+        vault = _VAULTS[client.creds.account_id] = made.json()["id"]
+    return {"vault_id": vault, "name": _unique("s-"), "value": "s3cr3t"}
 
 
 def _tls_certificate(_client: Any, _tmp_path: Path) -> dict[str, Any]:
@@ -71,7 +82,7 @@ CREATES: dict[str, Create] = {
         lambda c, t: {"private_key_type": "ed25519"},
     ),
     "ssh_user_certificates.create": Create(
-        "/ssh_user_certificates", "ssh_user_certificate", _ssh_user_certificate
+        "/ssh_user_certificates", "ssh_user_certificate", _ssh_certificate
     ),
     "reserved_domains.create": Create(
         "/reserved_domains", "reserved_domain", lambda c, t: {"name": _unique("quota-")}
@@ -127,4 +138,12 @@ CREATES: dict[str, Create] = {
         "event_destination",
         lambda c, t: {"target": {"datadog": {"api_key": _unique("dd-")}}},
     ),
+    "ssh_host_certificates.create": Create(
+        "/ssh_host_certificates", "ssh_host_certificate", _ssh_certificate
+    ),
+    "abuse_reports.create": Create(
+        "/abuse_reports", "abuse_report", lambda c, t: {"urls": ["https://a.example/x"]}
+    ),
+    "vaults.create": Create("/vaults", "vault", lambda c, t: {"name": _unique("v-")}),
+    "vault_secrets.create": Create("/vault_secrets", "vault_secret", _vault_secret),
 }

@@ -33,6 +33,7 @@ RESOURCES = [
     "reserved_domain",
     "ssh_certificate_authority",
     "ssh_credential",
+    "ssh_host_certificate",
     "ssh_user_certificate",
     "tls_certificate",
     "tls_edge",
@@ -41,6 +42,8 @@ RESOURCES = [
     "https_edge_route",
     "tcp_edge",
     "tunnel",
+    "vault",
+    "secret",
 ]
 TRAFFIC = ["http_request_complete.v0", "tcp_connection_closed.v0"]
 UNKNOWN_ESB = "esb_0ERZHb3hGoaYLY3tKA0JZBzonDJ"

@@ -42,10 +42,13 @@ SERVED = [
     "ip_restriction",
     "credential",
     "ssh_credential",
+    "vault",
+    "secret",
     "event_destination",
+    "ssh_host_certificate",
 ]
 # The platform has no bot user or service user events; neither does this catalog.
-NO_EVENTS = ["bot_user", "service_user", "principal"]
+NO_EVENTS = ["bot_user", "service_user", "principal", "abuse_report"]
 
 
 @pytest.fixture
@@ -61,7 +64,7 @@ def test_catalog_has_traffic_events_and_every_served_resource():
             assert f"{resource}_{verb}.v0" in CATALOG
     for resource in NO_EVENTS:
         assert not any(type_.startswith(f"{resource}_") for type_ in CATALOG)
-    assert len(CATALOG) == len(set(CATALOG)) == 80
+    assert len(CATALOG) == len(set(CATALOG)) == 89
     # A subscription holds each type at most once: its list of sources is as long at most.
     assert SPEC["components"]["schemas"]["EventSources"]["maxItems"] == len(CATALOG)
 

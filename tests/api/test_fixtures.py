@@ -67,6 +67,11 @@ api:
     - {{ref: ca, description: fixture ca}}
   ssh_user_certificates:
     - {{ref: alice-cert, ssh_certificate_authority_id: "@ca", public_key: "{ssh_key}"}}
+  ssh_host_certificates:
+    - {{ref: host-cert, ssh_certificate_authority_id: "@ca", public_key: "{ssh_key}",
+       principals: [Host.Example.test]}}
+  abuse_reports:
+    - {{ref: report, urls: ["https://demo.example.test/phish"]}}
 endpoints:
   - {{ref: tunnel-ep, type: ephemeral, proto: https, hostport: "demo.example.test:443",
      tunnel_id: "@web", domain_id: {domain_id}}}
@@ -154,6 +159,13 @@ def test_a_file_becomes_rows_and_api_resources(settings, factory, admin, world):
     ]
     certs = admin.get("/ssh_user_certificates").json()["ssh_user_certificates"]
     assert [c["ssh_certificate_authority_id"] for c in certs] == [labels["ca"]]
+    host_cert = admin.get(f"/ssh_host_certificates/{labels['host-cert']}").json()
+    assert (host_cert["ssh_certificate_authority_id"], host_cert["principals"]) == (
+        labels["ca"],
+        ["host.example.test"],
+    )
+    report = admin.get(f"/abuse_reports/{labels['report']}").json()
+    assert report["hostnames"] == [{"hostname": "demo.example.test", "status": "PENDING"}]
     # the temporary key of the load is gone
     assert [k.id for k in _rows(factory, ApiKey, account)] == [admin.creds.api_key_id]
 
@@ -429,7 +441,12 @@ def test_the_example_gives_every_list_operation_items(settings, admin, tmp_path)
             # nor the admin API's
             if get is None or "security" in get or path.endswith("}") or "admin" in get["tags"]:
                 continue
-            url = path.format(**values)
+            # A vault's secrets list is under the example's vault.
+            url = (
+                path.format(**{**values, "id": labels["prod-vault"]})
+                if path.startswith("/vaults/")
+                else path.format(**values)
+            )
             response = admin.get(url)
             assert response.status_code == 200, (url, response.text)
             body = response.json()

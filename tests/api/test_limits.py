@@ -16,6 +16,8 @@ LONGEST = {"description": "é" * 127 + "x", "metadata": "€" * 1365 + "x"}  # 2
 # Creates of resources without description and metadata (bot users have a `name`, limited
 # to 255 bytes the same way: tests/api/test_bot_users.py).
 WITHOUT_TEXT = {"bot_users.create", "service_users.create"}
+# Abuse reports have metadata only, and cannot change (tests/api/test_abuse_reports.py).
+WITHOUT_TEXT |= {"abuse_reports.create"}
 
 
 @pytest.mark.parametrize("op_id", sorted(set(CREATES) - WITHOUT_TEXT))

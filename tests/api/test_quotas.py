@@ -79,14 +79,27 @@ def test_a_create_past_the_quota_is_refused_and_other_accounts_go_on(
     body = assert_error(refused, 409, "ERR_QUOTA_EXCEEDED")
     assert body["details"]["kind"] == kind
     assert body["details"]["quota"] == str(already + 2)
-    listed = admin.get(path).json()
-    assert made[0].json()["id"] in {item["id"] for item in next(iter(listed.values()))}
+    item = f"{path}/{made[0].json()['id']}"
+    assert admin.get(item).status_code == 200
 
     # Another account has a quota of its own.
     assert create.post(other, tmp_path).status_code == 201
-    # Deleting one makes room again.
-    assert admin.delete(f"{path}/{made[0].json()['id']}").status_code == 204
+    # Deleting one makes room again (a kind that cannot be deleted, abuse reports, stays
+    # at its quota: a runaway script meets it).
+    if "delete" not in SPEC["paths"][_item_path(path)]:
+        assert_error(create.post(admin, tmp_path), 409, "ERR_QUOTA_EXCEEDED")
+        return
+    assert admin.delete(item).status_code == 204
     assert create.post(admin, tmp_path).status_code == 201
+
+
+def _item_path(collection: str) -> str:
+    """The spec path of one item of `collection`."""
+    return next(
+        p
+        for p in SPEC["paths"]
+        if p.startswith(f"{collection}/{{") and p.count("/") == collection.count("/") + 1
+    )
 
 
 def test_the_default_quota_holds_for_kinds_not_named(admin, quota):

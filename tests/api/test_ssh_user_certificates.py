@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from handlers import ssh_user_certificates
 from models import SshCertificateAuthority
 from tests.factories import (
     assert_error,
@@ -17,6 +16,7 @@ from tests.factories import (
 )
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
+from tunnelgw.services import ssh_signing
 
 PATH = "/ssh_user_certificates"
 CAS = "/ssh_certificate_authorities"
@@ -313,6 +313,6 @@ def test_a_key_wrapped_under_another_kek_is_a_server_error():
         wrapped_private_key=keys.wrap(bytes(32), b"key", b"sshca_2pQcH4mZc6pNfXb8RhT0uKvAe2D"),
     )
     with pytest.raises(ApiError) as caught:
-        ssh_user_certificates._private_key(ca)
+        ssh_signing._private_key(ca)
     assert caught.value.code is Code.INTERNAL
     assert "TUNNELGW_KEY_ENCRYPTION_KEY" in caught.value.msg

@@ -18,10 +18,16 @@ MAX_DEPTH = 4
 MAX_REQUESTS = 1000
 
 
+def _user_ref(value: dict[str, Any]) -> bool:
+    """A Ref of a user (a secret's `created_by`): users have no address in this API, so its
+    `uri` is empty, as on the platform (the spec's `PrincipalRef`)."""
+    return value.get("uri") == "" and str(value.get("id", "")).startswith("usr_")
+
+
 def _named(value: Any) -> Iterator[dict[str, Any]]:
     """Every object in `value` that names an address of the API (`uri`), depth first."""
     if isinstance(value, dict):
-        if isinstance(value.get("uri"), str):
+        if isinstance(value.get("uri"), str) and not _user_ref(value):
             yield value
         for child in value.values():
             yield from _named(child)
@@ -35,14 +41,17 @@ def _next_pages(value: Any) -> Iterator[str]:
         yield value["next_page_uri"]
 
 
-def _list_paths(values: dict[str, str]) -> list[str]:
+def _list_paths(values: dict[str, str], vault: str) -> list[str]:
     paths = []
     for path, operations in load_spec()["paths"].items():
         get = operations.get("get")
         # lists (and the TLS edge backend module); not the unauthenticated service routes
         if get is None or "security" in get or path.endswith("}"):
             continue
-        paths.append(path.format(**values))
+        # a vault's secrets: the example's vault
+        paths.append(
+            path.format(**{**values, "id": vault} if path.startswith("/vaults/") else values)
+        )
     return paths
 
 
@@ -71,7 +80,7 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
         assert patched.status_code == 200, patched.text
         values = {"subscription_id": labels["audit"], "id": labels["mqtt-edge"]}
         queue: list[tuple[str, dict[str, Any] | None, int]] = [
-            (path, None, 0) for path in _list_paths(values)
+            (path, None, 0) for path in _list_paths(values, labels["prod-vault"])
         ]
         seen: set[str] = set()
         kinds: set[str] = set()
@@ -121,6 +130,9 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             "service_users",
             "credentials",
             "ssh_credentials",
+            "vaults",
+            "vault_secrets",
+            "ssh_host_certificates",
         }
         # Refs of every shape the responses carry were followed (a sample of them).
         for ref in (
@@ -135,8 +147,14 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             f"/bot_users/{labels['deployer']}",
             f"/service_users/{labels['legacy-bot']}",
             f"/credentials/{labels['edge-agent']}",
+            f"/vaults/{labels['prod-vault']}",
+            f"/vault_secrets/{labels['billing-token']}",
             f"/ssh_credentials/{labels['device-132']}",
+            f"/ssh_host_certificates/{labels['bastion-cert']}",
         ):
             assert ref in seen, ref
+        # Abuse reports have no list to reach them from: their own uri answers.
+        report = admin.get(f"/abuse_reports/{labels['phishing-report']}").json()
+        assert admin.get(report["uri"].removeprefix(BASE)).json() == report
     finally:
         _reset(settings, account)

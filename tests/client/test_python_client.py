@@ -51,6 +51,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         env={
             "TUNNELGW_VERSION_HEADER_ALIASES": CLIENT_VERSION_HEADER,
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
+            # Abuse reports are reviewed at once (this server has no admin API clock).
+            "TUNNELGW_ABUSE_REPORT_REVIEW_SECONDS": "0",
         },
     )
     server.start()
@@ -471,6 +473,103 @@ def test_service_users_bot_users_and_credentials(client, live, tmp_path):
     with pytest.raises(ngrok.Error) as revoked:
         as_bot.credentials.list()
     assert revoked.value.http_status_code == 401
+
+
+def test_ssh_host_certificates(client, tmp_path):
+    ca = client.ssh_certificate_authorities.create(description="hosts")
+    certs = client.ssh_host_certificates
+    # valid_after/valid_until default to datetime.min, which the client cannot encode: strings.
+    cert = certs.create(
+        ssh_certificate_authority_id=ca.id,
+        public_key=ssh_keygen(tmp_path, "ed25519"),
+        principals=["Build-7.Example.com", "10.2.42.9"],
+        valid_after="2030-01-01T00:00:00Z",
+        valid_until="",
+        description="build 7",
+    )
+    assert cert.principals == ["build-7.example.com", "10.2.42.9"]
+    assert (cert.valid_after, cert.valid_until) == ("2030-01-01T00:00:00Z", "2031-01-01T00:00:00Z")
+    assert cert.certificate.startswith("ssh-ed25519-cert-v01@openssh.com ")
+    assert touch_all(certs.get(cert.id)) >= 12
+    assert cert.id in {c.id for c in walk(certs.list(limit=1))}
+    assert certs.update(cert.id, metadata="m2").metadata == "m2"
+    with pytest.raises(ngrok.Error) as bad:
+        certs.create(
+            ssh_certificate_authority_id=ca.id,
+            public_key=cert.public_key,
+            principals=["not a host"],
+            valid_after="",
+            valid_until="",
+        )
+    assert bad.value.error_code == "ERR_INVALID_HOST_PRINCIPAL"
+    certs.delete(cert.id)
+    client.ssh_certificate_authorities.delete(ca.id)
+
+
+def test_abuse_reports(client):
+    reports = client.abuse_reports
+    # app.example.com is a reserved domain of the example fixture; the other is unknown.
+    urls = ["https://APP.example.com/login", "https://x.example.net/"]
+    report = reports.create(urls=urls, metadata='{"ticket": 1}')
+    assert (report.urls, report.metadata, report.status) == (urls, '{"ticket": 1}', "PROCESSED")
+    assert [(h.hostname, h.status) for h in report.hostnames] == [
+        ("app.example.com", "BANNED"),
+        ("x.example.net", "IGNORE"),
+    ]
+    assert touch_all(reports.get(report.id)) >= 9
+    with pytest.raises(ngrok.Error) as bad:
+        reports.create(urls=["not a url"])
+    assert bad.value.error_code == "ERR_INVALID_URL"
+
+
+def test_operations_this_server_does_not_serve_raise_a_501(client):
+    """The client turns every 5xx into a RuntimeError carrying the body (ngrok/http_client.py),
+    so the 501's code and the operation it names reach the caller in its message."""
+    with pytest.raises(RuntimeError) as unserved:
+        client.edge_modules.https_edge_mutual_tls.get("edghts_2pQcN3uHk0xVnFj2ZqB4CSdIm6L")
+    body = json.loads(str(unserved.value).partition(" and body ")[2][1:-1])
+    assert (body["status_code"], body["error_code"]) == (501, "ERR_NOT_IMPLEMENTED")
+    assert body["details"]["operation"] == "GET /edges/https/{id}/mutual_tls"
+
+
+def test_vaults_and_secrets(client, labels):
+    vaults, secrets_ = client.vaults, client.secrets
+    vault = vaults.create(name=f"v-{uuid.uuid4().hex[:8]}", description="client")
+    got = vaults.get(vault.id)
+    assert touch_all(got) >= 9
+    assert got.created_by == got.last_updated_by  # a principal id, as the client reads it
+    assert {vault.id, labels["prod-vault"]} <= {v.id for v in walk(vaults.list(limit=1))}
+    assert [v.id for v in vaults.list(filter=f'obj.name == "{vault.name}"')] == [vault.id]
+    with pytest.raises(ngrok.Error) as taken:
+        vaults.create(name=vault.name)
+    assert taken.value.error_code == "ERR_VAULT_NAME_TAKEN"
+    # The client sends `vault_name: ""` when given `vault_id`, and the other way round.
+    by_id = secrets_.create(name="a", value="v1", vault_id=vault.id)
+    by_name = secrets_.create(name="b", value="v2", vault_name=vault.name, description="d")
+    got_secret = secrets_.get(by_id.id)
+    assert touch_all(got_secret) >= 14
+    assert (got_secret.vault.id, got_secret.vault_name) == (vault.id, vault.name)
+    assert "value" not in got_secret._props  # what the server sent
+    assert {by_id.id, by_name.id} <= {x.id for x in walk(secrets_.list(limit=1))}
+    in_vault = walk(vaults.get_secrets_by_vault(vault.id, limit=1))
+    assert [x.id for x in in_vault] == [by_name.id, by_id.id]
+    found = secrets_.list(filter=f'obj.vault_name == "{vault.name}" && obj.name == "b"')
+    assert [x.id for x in found] == [by_name.id]
+    # The client sends only the arguments given on update: the value stays unless given.
+    assert secrets_.update(by_id.id, description="d2").description == "d2"
+    assert secrets_.update(by_id.id, value="rotated").updated_at >= got_secret.updated_at
+    renamed = vaults.update(vault.id, name=vault.name + "-2")
+    assert secrets_.get(by_id.id).vault_name == renamed.name
+    with pytest.raises(ngrok.Error) as not_empty:
+        vaults.delete(vault.id)
+    assert not_empty.value.error_code == "ERR_VAULT_NOT_EMPTY"
+    secrets_.delete(by_id.id)
+    secrets_.delete(by_name.id)
+    vaults.delete(vault.id)
+    with pytest.raises(ngrok.NotFoundError):
+        vaults.get(vault.id)
+    with pytest.raises(ngrok.NotFoundError):
+        secrets_.get(by_id.id)
 
 
 def test_errors_reach_the_client_as_its_errors(client):

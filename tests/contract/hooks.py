@@ -24,6 +24,9 @@ because OpenAPI 3.0 cannot express them.
   (`_comma_in_delimited_item`).
 - A positive IP restriction of type `api` restricts the dashboard instead (see
   `before_call`): the run must not lock its own account out of the API.
+- A positive secret create that names its vault by both `vault_id` and `vault_name` keeps
+  only the id, and one that names none names the seeded vault (see `_one_vault`): a
+  generated name never names the same vault.
 - No case deletes the run's own API key (`TUNNELGW_CONTRACT_OWN_KEY`): the stateful phase
   infers a link from `GET /api_keys` to `DELETE /api_keys/{id}` with any listed key (the
   served spec's named schemas tell it that `keys` are API keys), and once the run's own key
@@ -47,6 +50,7 @@ import schemathesis
 import yaml
 
 from handlers import tls_edge_backend
+from tests.contract import seed
 from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, ssh, tls, x509
@@ -60,7 +64,7 @@ from tunnelgw.rules import (
     reserved_names,
     traffic_policy,
 )
-from tunnelgw.services import listing
+from tunnelgw.services import listing, vaults
 
 
 def _tls_part(field: str, chain: str, key: str) -> None:
@@ -71,6 +75,13 @@ def _tls_part(field: str, chain: str, key: str) -> None:
     except CryptoError as exc:
         if exc.field == field and exc.rule is not Rule.PRIVATE_KEY_MISMATCH:
             raise
+
+
+def _valid_or_raise(checked: str | None) -> str:
+    """A rule that answers None for an invalid value, as a check that raises."""
+    if checked is None:
+        raise CryptoError(Rule.INVALID_FIELD, "invalid")
+    return checked
 
 
 # `x-format` name -> the server's check of one value (raises CryptoError when invalid).
@@ -84,6 +95,8 @@ FORMATS: dict[str, Callable[[str], object]] = {
     "cidr": cidrs.canonical,
     "acl-rule": lambda value: acls.checked([value]),
     "traffic-policy": traffic_policy.parse,
+    "ssh-host-principal": lambda value: _valid_or_raise(hostnames.ssh_host_principal(value)),
+    "abuse-url": lambda value: _valid_or_raise(hostnames.url_hostname(value)),
 }
 
 
@@ -97,8 +110,15 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
     "ssh-ca-key-spec": lambda body: ssh.ca_key_spec(
         body.get("private_key_type"), body.get("elliptic_curve"), body.get("key_size")
     ),
+    "vault-secret-vault": vaults.requested_vault,
     "ssh-validity": lambda body: ssh.validity(
         body.get("valid_after"), body.get("valid_until"), timefmt.utcnow()
+    ),
+    "ssh-host-validity": lambda body: ssh.validity(
+        body.get("valid_after"),
+        body.get("valid_until"),
+        timefmt.utcnow(),
+        ssh.DEFAULT_HOST_VALIDITY,
     ),
     "reserved-domain-create": lambda body: _reserved_domain_create(body),
     "reserved-domain-certificate": certmanagement.check_exclusive,
@@ -332,6 +352,20 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         # generated policies rarely allow 127.0.0.1): its behaviour is tested by
         # tests/api/test_ip_restrictions.py; here the same body restricts the dashboard.
         case.body = {**case.body, "type": "dashboard"}
+    if schema.get("x-check") == "vault-secret-vault":
+        case.body = _one_vault(case.body)
+
+
+def _one_vault(body: dict[str, Any]) -> dict[str, Any]:
+    """A positive secret create naming its vault once: a vault named twice must be named the
+    same (else 400 ERR_CONFLICTING_FIELDS, tested by tests/api/test_vault_secrets.py), so the
+    seeded `vault_id` stays and a generated `vault_name` goes; a case naming none (an
+    explicit example) names the seeded vault."""
+    if body.get("vault_id") and body.get("vault_name"):
+        return {**body, "vault_name": None}
+    if not body.get("vault_id") and not body.get("vault_name"):
+        return {**body, "vault_name": seed.VAULT_NAME}
+    return body
 
 
 def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
 backend for the backend module, an IP policy and IP restrictions using it, an event
-destination for subscriptions to name, cloud endpoints to update and delete), seeded into the
+destination for subscriptions to name, a vault for the secret creates, cloud endpoints to
+update and delete), seeded into the
 contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
@@ -32,8 +33,10 @@ from models import (
     IpPolicy,
     IpRestriction,
     IpRestrictionPolicy,
+    Principal,
     Tunnel,
     TunnelGroupBackend,
+    Vault,
 )
 from tunnelgw.core import ids
 from tunnelgw.storage.unit import Unit
@@ -43,6 +46,8 @@ from tunnelgw.storage.unit import Unit
 Entries = list[tuple[tuple[str, str], dict[str, str | list[str]]]]
 
 _SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+# The seeded vault's name (tests/contract/hooks.py names it where a case names no vault).
+VAULT_NAME = "contract-vault"
 SEEDED_TYPES = [
     type_ for type_ in _SPEC["components"]["schemas"]["EventType"]["enum"] if "_created." in type_
 ]
@@ -141,7 +146,17 @@ async def seed(session: Unit, account_id: str) -> Entries:
     )
     clouds = [_cloud_endpoint(account_id) for _ in range(2)]
     rows = [*read_only.values(), endpoint, *clouds, *(row for pair in users for row in pair)]
-    session.add_all([*rows, subscription, edge, backend, policy, *restrictions, destination])
+    # A vault for the secret creates (a random `vault_id` never names one), made by the
+    # account's admin.
+    admin = (await session.select(Principal, f'"account_id" = {session.mark}', [account_id]))[0]
+    vault = Vault.new(
+        id=ids.new_id(Vault.PREFIX),
+        account_id=account_id,
+        name=VAULT_NAME,
+        created_by=admin.id,
+        last_updated_by=admin.id,
+    )
+    session.add_all([*rows, subscription, edge, backend, policy, *restrictions, destination, vault])
     await session.flush()
     session.add_all(
         IpRestrictionPolicy.new(
@@ -181,6 +196,7 @@ async def seed(session: Unit, account_id: str) -> Entries:
             ("include-operation-id", "endpoint_configurations.get"),
             {"path.id": read_only["endpoint_configuration"].id},
         ),
+        (("include-operation-id", "vault_secrets.create"), {"body.vault_id": vault.id}),
         (
             # The event source operations (not the subscriptions' own, which the API makes).
             ("include-path-regex", "^/event_subscriptions/[{]subscription_id[}]/sources"),

@@ -312,7 +312,7 @@ def _request(**overrides):  # type: ignore[no-untyped-def]
 def test_certificates_verify_with_ssh_keygen(tmp_path, spec, signature, user_type):
     ca = ssh.generate_ca_key(spec)
     user = ssh.parse_user_public_key(ssh_keygen(tmp_path, user_type))
-    cert = ssh.sign_user_certificate(ca, user.key, _request())
+    cert = ssh.sign_certificate(ca, user.key, _request())
     assert cert.startswith(user.line.split()[0] + "-cert-v01@openssh.com ")
     info = ssh_certificate_listing(cert, tmp_path)
     ca_fingerprint = ssh_fingerprint(ssh.public_key_line(ca.public_key()), tmp_path)
@@ -339,7 +339,7 @@ def test_any_principal_no_options_custom_extensions(tmp_path):
         critical_options={},
         extensions={"permit-port-forwarding": "", "permit-X11-forwarding": ""},
     )
-    info = ssh_certificate_listing(ssh.sign_user_certificate(ca, user.key, request), tmp_path)
+    info = ssh_certificate_listing(ssh.sign_certificate(ca, user.key, request), tmp_path)
     assert info["Principals"] == []
     assert info["Critical Options"] == []
     assert info["Extensions"] == ["permit-X11-forwarding", "permit-port-forwarding"]

@@ -56,6 +56,11 @@ class Code(enum.Enum):
     INVALID_SSH_PUBLIC_KEY = (400, "The value is not an SSH public key in authorized-keys format.")
     UNSUPPORTED_SSH_KEY_TYPE = (400, "This SSH key type cannot be certified.")
     INVALID_VALIDITY = (400, "The certificate's validity period is invalid.")
+    INVALID_HOST_PRINCIPAL = (
+        400,
+        "A principal of an SSH host certificate is not a host name or an IP address.",
+    )
+    INVALID_URL = (400, "A URL is not an absolute http, https, tcp or tls URL with a host name.")
     INVALID_CIDR = (400, "The value is not an IPv4 or IPv6 address or CIDR network.")
     INVALID_ACL_RULE = (
         400,
@@ -161,6 +166,9 @@ class Code(enum.Enum):
         "An event subscription sends to the event destination; take it out of the subscription "
         "first.",
     )
+    VAULT_NAME_TAKEN = (409, "The account already has a vault of that name.")
+    SECRET_NAME_TAKEN = (409, "The vault already has a secret of that name.")
+    VAULT_NOT_EMPTY = (409, "The vault holds secrets; delete them first.")
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.
@@ -169,6 +177,7 @@ class Code(enum.Enum):
     HEADERS_TOO_LARGE = (431, "The request line and headers are larger than the server accepts.")
     # 5xx: our fault.
     INTERNAL = (500, "Internal server error; the operation_id identifies it in the server log.")
+    NOT_IMPLEMENTED = (501, "This operation of the platform's API is not served by this server.")
     SERVICE_UNAVAILABLE = (503, "The server cannot serve requests now (e.g. database down).")
 
     @property

@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     certificate_retry_seconds: int = Field(default=300, ge=1, le=86400 * 30)
     certificate_validity_days: int = Field(default=90, ge=2, le=825)
     certificate_renew_before_days: int = Field(default=30, ge=1, le=824)
+    # Simulated review of abuse reports: each reported hostname is decided this long after
+    # the one before it (the first this long after the report); 0: decided at once.
+    abuse_report_review_seconds: int = Field(default=60, ge=0, le=86400 * 30)
 
     # Reserved TCP addresses: `<tcp_host_pattern with {region}>.<shared_domain>:<port>`, the
     # port a free one of tcp_port_min..tcp_port_max (docs/behaviour.md).
@@ -233,6 +236,7 @@ def token_problem(token: str) -> str | None:
 # counts them where the create operations insert them).
 QUOTA_KINDS = frozenset(
     {
+        "abuse_report",
         "agent_ingress",
         "api_key",
         "certificate_authority",
@@ -250,9 +254,12 @@ QUOTA_KINDS = frozenset(
         "reserved_domain",
         "ssh_certificate_authority",
         "ssh_credential",
+        "ssh_host_certificate",
         "ssh_user_certificate",
         "tls_certificate",
         "tunnel_group_backend",
+        "vault",
+        "vault_secret",
     }
 )
 

@@ -1,8 +1,8 @@
-"""SSH certificate authorities and user certificates (OpenSSH certificate format).
+"""SSH certificate authorities, user and host certificates (OpenSSH certificate format).
 
-Generates CA key pairs, renders public keys in authorized-keys form, checks user public
-keys, critical options and validity periods, and signs user certificates with
-`cryptography`'s `SSHCertificateBuilder` (RSA CAs sign with rsa-sha2-512). Invalid input
+Generates CA key pairs, renders public keys in authorized-keys form, checks public keys,
+critical options, host principals and validity periods, and signs user and host certificates
+with `cryptography`'s `SSHCertificateBuilder` (RSA CAs sign with rsa-sha2-512). Invalid input
 raises `CryptoError`.
 """
 
@@ -49,7 +49,9 @@ RSA_USER_KEY_BITS = (1024, 16384)  # OpenSSH's own bounds
 
 CRITICAL_OPTIONS = ("force-command", "source-address")
 DEFAULT_EXTENSIONS = {"permit-pty": "", "permit-user-rc": ""}
-DEFAULT_VALIDITY = timedelta(hours=24)
+DEFAULT_VALIDITY = timedelta(hours=24)  # user certificates
+# Host certificates: "one year" as the platform documents it, taken as 365 days.
+DEFAULT_HOST_VALIDITY = timedelta(days=365)
 # SSH times are unsigned seconds since 1970; RFC 3339 ends at year 9999.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
@@ -239,15 +241,19 @@ def parse_instant(text: str, field: str) -> datetime:
 
 
 def validity(
-    valid_after: str | None, valid_until: str | None, now: datetime
+    valid_after: str | None,
+    valid_until: str | None,
+    now: datetime,
+    default: timedelta = DEFAULT_VALIDITY,
 ) -> tuple[datetime, datetime]:
-    """(valid_after, valid_until): defaults `now` and valid_after + 24 h (at most the end of
-    9999); `None` and `""` are unset. Raises CryptoError unless valid_after < valid_until."""
+    """(valid_after, valid_until): defaults `now` and valid_after + `default` (24 h for user
+    certificates; at most the end of 9999); `None` and `""` are unset. Raises CryptoError
+    unless valid_after < valid_until."""
     after = parse_instant(valid_after, "valid_after") if valid_after else now
     if valid_until:
         until = parse_instant(valid_until, "valid_until")
     else:
-        until = after + DEFAULT_VALIDITY if LATEST - after >= DEFAULT_VALIDITY else LATEST
+        until = after + default if LATEST - after >= default else LATEST
     if until <= after:
         raise CryptoError(
             Rule.INVALID_VALIDITY,
@@ -264,26 +270,38 @@ def new_serial() -> int:
 
 @dataclass(frozen=True, slots=True)
 class CertificateRequest:
-    """Everything a user certificate states besides the key it certifies."""
+    """Everything a certificate states besides the key it certifies and its type."""
 
     key_id: str
     serial: int
-    principals: Sequence[str]  # empty: valid for every user
-    critical_options: Mapping[str, str]
-    extensions: Mapping[str, str]
+    principals: Sequence[str]  # empty: valid for every user (or host)
+    critical_options: Mapping[str, str]  # user certificates only
+    extensions: Mapping[str, str]  # user certificates only
     valid_after: datetime
     valid_until: datetime
 
 
-def sign_user_certificate(ca_key: CaPrivateKey, user_key: UserKey, req: CertificateRequest) -> str:
-    """The signed user certificate in authorized-keys form (`<type>-cert-v01@openssh.com ...`).
+# The certificate types (`CertificateType` values): what `sign_certificate` makes.
+USER = serialization.SSHCertificateType.USER
+HOST = serialization.SSHCertificateType.HOST
 
-    `valid_until` is the certificate's (exclusive) `valid_before`.
-    """
+
+def sign_certificate(
+    ca_key: CaPrivateKey,
+    key: UserKey,
+    req: CertificateRequest,
+    cert_type: serialization.SSHCertificateType = USER,
+) -> str:
+    """The signed certificate of `key`, of type `cert_type` (USER or HOST), in authorized-keys
+    form (`<type>-cert-v01@openssh.com ...`). `valid_until` is the certificate's (exclusive)
+    `valid_before`. OpenSSH defines no critical options or extensions for host certificates:
+    a HOST request must carry none (ValueError)."""
+    if cert_type is HOST and (req.critical_options or req.extensions):
+        raise ValueError("host certificates carry no critical options or extensions")
     builder = (
         serialization.SSHCertificateBuilder()
-        .public_key(user_key)
-        .type(serialization.SSHCertificateType.USER)
+        .public_key(key)
+        .type(cert_type)
         .serial(req.serial)
         .key_id(req.key_id.encode("utf-8"))
         .valid_after(int(req.valid_after.timestamp()))

@@ -20,7 +20,9 @@ from connexion.lifecycle import ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from tunnelgw.core import platform
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.platform import Operation
 from tunnelgw.http.middleware import operation_id
 
 log = logging.getLogger("tunnelgw.errors")
@@ -64,7 +66,9 @@ class ErrorRenderer:
     """Connexion error handler: the error body for any exception, with `Operation-Id`.
 
     `Allow` on a 405 is computed from the spec (Starlette's lists only the first route that
-    matched the path, not every method of the path).
+    matched the path, not every method of the path). A 404 for an operation of the platform's
+    API that the spec does not serve is 501 ERR_NOT_IMPLEMENTED naming it
+    (tunnelgw.core.platform); a 405 for one stays 405 and names it too.
     """
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -72,6 +76,17 @@ class ErrorRenderer:
             (_template_regex(path), sorted(m.upper() for m in item if m in _METHODS))
             for path, item in spec.get("paths", {}).items()
         ]
+        self._unserved: dict[tuple[str, int], list[tuple[re.Pattern[str], Operation]]] = {}
+        for op in platform.unserved(spec):
+            key = (op.method, op.path.count("/"))
+            self._unserved.setdefault(key, []).append((_template_regex(op.path), op))
+
+    def platform_operation(self, method: str, path: str) -> Operation | None:
+        """The platform's operation `method path` is, when the spec does not serve it."""
+        for regex, op in self._unserved.get((method, path.count("/")), ()):
+            if regex.fullmatch(path):
+                return op
+        return None
 
     def allowed(self, path: str) -> list[str]:
         for regex, methods in self._paths:
@@ -85,10 +100,13 @@ class ErrorRenderer:
 
     def __call__(self, request: Any, exc: Exception) -> ConnexionResponse:
         error = to_api_error(exc, request.headers)
+        if error.code in _NO_ROUTE:
+            op = self.platform_operation(request.method, request.url.path)
+            error = error if op is None else not_implemented(op, error.code)
         op_id = operation_id(request.scope)
         if error.details.get("injected"):  # a fault rule's answer (admin API), not a failure
             log.info("%s %s: %s (%s)", request.method, request.url.path, error.msg, op_id)
-        elif error.code.status >= 500:
+        elif error.code.status >= 500 and error.code is not Code.NOT_IMPLEMENTED:
             log.error(
                 "%s %s failed (%s): %r", request.method, request.url.path, op_id, exc, exc_info=exc
             )
@@ -104,6 +122,28 @@ class ErrorRenderer:
 
 
 _METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+_NO_ROUTE = (Code.ROUTE_NOT_FOUND, Code.METHOD_NOT_ALLOWED)
+
+
+def not_implemented(op: Operation, code: Code = Code.NOT_IMPLEMENTED) -> ApiError:
+    """The error for the platform's operation `op`, which this server does not serve: 501
+    ERR_NOT_IMPLEMENTED where the spec lacks the path; on a path the spec has (another
+    method of it served), 405 ERR_METHOD_NOT_ALLOWED as HTTP has it, with its `Allow` header,
+    naming the operation all the same."""
+    if op.status == "retired":
+        why = (
+            "the platform retired this family on 2025-12-31 in favour of cloud endpoints and "
+            "traffic policy, and this server does not emulate this operation of it"
+        )
+    else:
+        why = "this server does not serve it (yet)"
+    return ApiError(
+        Code.NOT_IMPLEMENTED if code is Code.ROUTE_NOT_FOUND else code,
+        f"{op.name} is an operation of the platform's API (family {op.family}): {why}. "
+        "docs/platform-coverage.md lists what is served.",
+        operation=op.name,
+        family=op.family,
+    )
 
 
 def _template_regex(template: str) -> re.Pattern[str]:

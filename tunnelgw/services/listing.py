@@ -32,6 +32,7 @@ from tunnelgw.rules.filtering import Filter, compile_filter
 from tunnelgw.services import auth
 from tunnelgw.services.paging import Renderer, cursor, keyset_rows
 from tunnelgw.storage import db
+from tunnelgw.storage.unit import Unit
 
 # At most this many rows are read per filtered request (the documented bound).
 MAX_SCAN = 5000
@@ -39,6 +40,10 @@ FIRST_BATCH = 200  # or limit + 1 when larger
 MAX_BATCH = 1000
 
 Prepare = Callable[[list[Any]], Awaitable[list[Any]]]
+# The rows of a list that is not all of the account's rows (e.g. one vault's secrets): given
+# the read unit, the cursor (None: from the newest) and a count, up to that many rows older
+# than the cursor, newest first.
+Fetch = Callable[[Unit, str | None, int], Awaitable[list[Any]]]
 Match = Callable[[dict[str, Any]], bool]
 
 
@@ -68,6 +73,7 @@ async def scan(
     prepare: Prepare | None = None,
     renderer: Renderer | None = None,
     prefix: str | None = None,
+    fetch: Fetch | None = None,
 ) -> Found:
     """Up to `limit` items of the caller's rows older than `start` for which `match` holds
     (see the module docstring for the bound and `next_page_uri`)."""
@@ -78,7 +84,12 @@ async def scan(
     while scanned < MAX_SCAN:
         size = min(batch, MAX_SCAN - scanned)
         async with db.read() as unit:
-            rows = await keyset_rows(unit, model, caller.account_id, cursor, size, prefix=prefix)
+            if fetch is not None:
+                rows = await fetch(unit, cursor, size)
+            else:
+                rows = await keyset_rows(
+                    unit, model, caller.account_id, cursor, size, prefix=prefix
+                )
         if prepare is not None and rows:
             rows = await prepare(rows)
         render: Callable[[Any], dict[str, Any]] = _to_api
@@ -133,11 +144,13 @@ async def read_filtered(
     prefix: str | None = None,
     schema: str | None = None,
     path: str | None = None,
+    fetch: Fetch | None = None,
 ) -> dict[str, Any]:
     """A filtered LIST: `expression` (CEL, against the item schema `schema`, by default named
     like the model) and `exact` (item field -> accepted values) must both hold; `keep` are the
     query parameters `next_page_uri` repeats besides `filter`. `prefix` (one kind of a shared
-    table) and `path` (its collection path) as for tunnelgw.services.crud.read_page."""
+    table) and `path` (its collection path) as for tunnelgw.services.crud.read_page; `fetch`
+    reads the rows of a list narrower than the account's (`Fetch`)."""
     start = cursor(prefix or model.PREFIX, before_id)
     query: list[tuple[str, str]] = []
     tests: list[Match] = []
@@ -156,5 +169,6 @@ async def read_filtered(
         prepare=prepare,
         renderer=renderer,
         prefix=prefix,
+        fetch=fetch,
     )
     return envelope(key, path or model.PATH, found, limit, query)

@@ -1,0 +1,64 @@
+"""SSH host certificates: a host key signed by an SSH certificate authority."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, String, Text, bindparam, select
+from sqlmodel import Field
+
+from models.base import TIMESTAMP, DescribedResource, id_field
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
+
+
+class SshHostCertificate(DescribedResource, table=True):
+    __tablename__ = "ssh_host_certificate"
+    __table_args__ = (
+        Index("ix_ssh_host_certificate_account_id_id", "account_id", "id"),
+        # The "does this CA still have unexpired certificates" check on CA delete.
+        Index(
+            "ix_ssh_host_certificate_ca_valid_until",
+            "ssh_certificate_authority_id",
+            "valid_until",
+        ),
+    )
+    PREFIX: ClassVar[str] = "shcrt"
+    PATH: ClassVar[str] = "/ssh_host_certificates"
+    CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
+
+    # No foreign key: expired certificates outlive their CA and keep naming it.
+    ssh_certificate_authority_id: str = id_field()
+    public_key: str = Field(sa_type=Text)
+    key_type: str = Field(sa_type=String(16))
+    principals: list[str] = Field(default_factory=list, sa_type=JSON)
+    valid_after: datetime = Field(sa_type=TIMESTAMP)
+    valid_until: datetime = Field(sa_type=TIMESTAMP)
+    certificate: str = Field(sa_type=Text)
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            **self.common_api(),
+            "public_key": self.public_key,
+            "key_type": self.key_type,
+            "ssh_certificate_authority_id": self.ssh_certificate_authority_id,
+            "principals": list(self.principals),
+            "valid_after": self.api_time("valid_after"),
+            "valid_until": self.api_time("valid_until"),
+            "certificate": self.certificate,
+        }
+
+
+async def has_unexpired(unit: Unit, ca_id: str, now: datetime) -> bool:
+    """Whether the CA `ca_id` signed a host certificate whose `valid_until` is after `now`."""
+    found = await unit.exec(_UNEXPIRED, {"ca_id": ca_id, "now": now})
+    return found.first() is not None
+
+
+_UNEXPIRED = Query(
+    select(SshHostCertificate.id)  # type: ignore[call-overload]
+    .where(SshHostCertificate.ssh_certificate_authority_id == bindparam("ca_id"))
+    .where(SshHostCertificate.valid_until > bindparam("now"))
+    .limit(1)
+)
