@@ -54,7 +54,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     caller = auth.caller()
     target = endpoint_urls.check(body["url"], body.get("bindings"))
     policy = body["traffic_policy"]
-    traffic_policy.parse(policy, target.scheme)
+    checked = traffic_policy.parse(policy, target.scheme)
     row = Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         account_id=caller.account_id,
@@ -71,6 +71,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         await quotas.add(unit, row)  # first: it takes the account's turn (PostgreSQL)
         await cloud_endpoints.place(unit, caller, row, target)
         await cloud_endpoints.check_pool(unit, caller, row)
+        await cloud_endpoints.check_secrets(unit, caller, checked)
     return row.to_api(), 201
 
 
@@ -117,7 +118,8 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
             await cloud_endpoints.place(unit, caller, row, target)
             await cloud_endpoints.check_pool(unit, caller, row)
         if body.get("traffic_policy") is not None:
-            traffic_policy.parse(body["traffic_policy"], row.proto)
+            checked = traffic_policy.parse(body["traffic_policy"], row.proto)
+            await cloud_endpoints.check_secrets(unit, caller, checked)
             row.traffic_policy = body["traffic_policy"]
         crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
         row.updated_at = timefmt.utcnow()

@@ -291,3 +291,38 @@ def test_a_service_user_is_the_principal(admin, factory):
     principal = made.json()["principal"]
     assert principal["id"] == bot["id"]
     assert admin.get(principal["uri"].removeprefix("http://testserver")).status_code == 200
+
+
+def _secret_policy(vault: str, name: str) -> str:
+    return (
+        "on_http_request:\n  - actions:\n      - type: add-headers\n"
+        f"        config: {{headers: {{x-key: \"${{secrets.get('{vault}', '{name}')}}\"}}}}\n"
+        "      - type: deny\n"
+    )
+
+
+def test_policies_read_existing_secrets_and_keep_them(admin, other):
+    vault = admin.post("/vaults", json={"name": _name("v")}).json()
+    secret = admin.post(
+        "/vault_secrets", json={"vault_id": vault["id"], "name": "key", "value": "s3cr3t"}
+    ).json()
+    policy = _secret_policy(vault["name"], "key")
+    made = _create(admin, f"https://{_name()}.internal", policy)
+    assert made.status_code == 201, made.text
+    missing = _create(admin, f"https://{_name()}.internal", _secret_policy(vault["name"], "nope"))
+    body = assert_error(missing, 400, "ERR_TRAFFIC_POLICY_SECRET_NOT_FOUND")
+    assert (body["details"]["vault"], body["details"]["secret"]) == (vault["name"], "nope")
+    # Another account's vault of that name is not this one's.
+    assert_error(
+        _create(other, "https://x.internal", policy), 400, "ERR_TRAFFIC_POLICY_SECRET_NOT_FOUND"
+    )
+    # An update is checked too.
+    change = admin.patch(
+        f"{PATH}/{made.json()['id']}", json={"traffic_policy": _secret_policy("nov", "key")}
+    )
+    assert_error(change, 400, "ERR_TRAFFIC_POLICY_SECRET_NOT_FOUND")
+    # The secret cannot be deleted while the policy reads it.
+    refused = assert_error(admin.delete(f"/vault_secrets/{secret['id']}"), 409, "ERR_SECRET_IN_USE")
+    assert refused["details"]["endpoints"] == made.json()["id"]
+    assert admin.delete(f"{PATH}/{made.json()['id']}").status_code == 204
+    assert admin.delete(f"/vault_secrets/{secret['id']}").status_code == 204

@@ -104,6 +104,10 @@ class Code(enum.Enum):
     )
     ENDPOINT_SCHEME_CHANGE = (400, "An endpoint's scheme cannot change; create a new endpoint.")
     INVALID_TRAFFIC_POLICY = (400, "The traffic policy is invalid; the details say where.")
+    TRAFFIC_POLICY_SECRET_NOT_FOUND = (
+        400,
+        "The traffic policy reads a secret the account does not have; details name it.",
+    )
     # 400: event destinations (tunnelgw.rules.event_targets).
     INVALID_EVENT_TARGET = (
         400,
@@ -160,6 +164,10 @@ class Code(enum.Enum):
     AGENT_ENDPOINT_READ_ONLY = (
         409,
         "An agent endpoint is managed by its agent; only cloud endpoints change here.",
+    )
+    SECRET_IN_USE = (
+        409,
+        "A cloud endpoint's traffic policy reads the secret; change those policies first.",
     )
     EVENT_DESTINATION_IN_USE = (
         409,

@@ -1,16 +1,17 @@
 """Cloud endpoints against the account's state: the reserved domain or TCP address a public
 URL must match (a name under the service's shared domain is reserved on the fly, as the
-platform does), and the pooling rule for endpoints sharing a URL and binding. The URL rules
-themselves are pure (tunnelgw.rules.endpoint_urls)."""
+platform does), the pooling rule for endpoints sharing a URL and binding, and the vault
+secrets a traffic policy reads. The URL and policy rules themselves are pure
+(tunnelgw.rules.endpoint_urls, tunnelgw.rules.traffic_policy)."""
 
 from __future__ import annotations
 
-from models import Endpoint, ReservedAddr, ReservedDomain
+from models import Endpoint, ReservedAddr, ReservedDomain, VaultSecret
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.rules import endpoint_urls, hostnames
+from tunnelgw.rules import endpoint_urls, hostnames, traffic_policy
 from tunnelgw.rules.endpoint_urls import Target
-from tunnelgw.services import quotas
+from tunnelgw.services import quotas, vaults
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage.unit import Unit
 
@@ -109,3 +110,38 @@ async def check_pool(unit: Unit, caller: Caller, row: Endpoint) -> None:
         field="url",
         endpoints=names,
     )
+
+
+async def check_secrets(unit: Unit, caller: Caller, policy: traffic_policy.Policy) -> None:
+    """ApiError(400 ERR_TRAFFIC_POLICY_SECRET_NOT_FOUND) naming the first `secrets.get` of the
+    policy that no secret of the caller's account answers. Each secret found is share-locked
+    to the end of the unit: a concurrent delete of it waits, then sees this endpoint."""
+    for vault, name in policy.secrets:
+        secret = await vaults.find_secret(unit, caller.account_id, vault, name)
+        if secret is None or await unit.get(VaultSecret, secret.id, lock="share") is None:
+            raise ApiError(
+                Code.TRAFFIC_POLICY_SECRET_NOT_FOUND,
+                f'The traffic policy reads secrets.get("{vault}", "{name}"), but the account '
+                f"has no vault {vault!r} holding a secret {name!r}; create it first (POST "
+                "/vaults, POST /vault_secrets) or change the policy.",
+                field="traffic_policy",
+                vault=vault,
+                secret=name,
+            )
+
+
+async def using_secret(unit: Unit, account_id: str, vault: str, name: str) -> list[str]:
+    """The ids of the account's cloud endpoints whose traffic policy reads the secret `name`
+    of the vault `vault` (oldest first)."""
+    condition = f'"account_id" = {unit.mark} AND "type" = {unit.mark}'
+    found = []
+    for row in await unit.select(Endpoint, condition, [account_id, "cloud"]):
+        if name not in row.traffic_policy or vault not in row.traffic_policy:
+            continue  # cannot read it: no need to parse
+        try:
+            secrets = traffic_policy.parse(row.traffic_policy).secrets
+        except ApiError:
+            continue  # stored before a rule changed: it reads nothing the checker accepts
+        if (vault, name) in secrets:
+            found.append(row)
+    return [row.id for row in sorted(found, key=lambda row: (row.created_at, row.id))]
