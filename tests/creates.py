@@ -133,6 +133,16 @@ CREATES: dict[str, Create] = {
     "kubernetes_operators.create": Create(
         "/kubernetes_operators", "kubernetes_operator", _kubernetes_operator
     ),
+    # Cloud endpoints: an internal URL needs no reserved domain.
+    "endpoints.create": Create(
+        "/endpoints",
+        "endpoint",
+        lambda c, t: {
+            "url": f"https://{_unique('q')}.internal",
+            "type": "cloud",
+            "traffic_policy": "on_http_request:\n  - actions:\n      - type: deny\n",
+        },
+    ),
     "event_destinations.create": Create(
         "/event_destinations",
         "event_destination",

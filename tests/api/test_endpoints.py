@@ -1,4 +1,5 @@
-"""Endpoints: /endpoints (spec 4.9), read-only; rows are made by Factory.row."""
+"""Endpoints: /endpoints (spec 4.9): agent endpoints, whose rows are made by Factory.row
+(cloud endpoints: tests/api/test_cloud_endpoints.py)."""
 
 from __future__ import annotations
 
@@ -141,8 +142,8 @@ def test_accounts_are_isolated(admin, other, factory):
     assert admin.get(f"{PATH}/{row.id}").status_code == 200
 
 
-def test_unknown_id_and_no_writes(admin):
-    assert_error(admin.get(f"{PATH}/ep_0ERZHb3h9qLJ2PbQVel0iN6pagP"), 404, "ERR_NOT_FOUND")
-    assert_error(admin.post(PATH, json={}), 405, "ERR_METHOD_NOT_ALLOWED")
+def test_unknown_id(admin):
     url = f"{PATH}/ep_0ERZHb3h9qLJ2PbQVel0iN6pagP"
-    assert_error(admin.delete(url), 405, "ERR_METHOD_NOT_ALLOWED")
+    assert_error(admin.get(url), 404, "ERR_NOT_FOUND")
+    assert_error(admin.patch(url, json={"description": "x"}), 404, "ERR_NOT_FOUND")
+    assert_error(admin.delete(url), 404, "ERR_NOT_FOUND")

@@ -513,3 +513,31 @@ def test_a_refused_agent_session_names_its_position(settings, factory, admin, tm
         assert _rows(factory, Endpoint, account) == []  # the refused connect wrote nothing
     finally:
         _reset(settings, account)
+
+
+def test_api_endpoints_are_cloud_endpoints(settings, admin, tmp_path):
+    name = f"f{ids.new_secret(10).lower()}"
+    path = _write(
+        tmp_path,
+        f"""\
+        version: 1
+        api:
+          reserved_domains:
+            - {{ref: site, name: {name}}}
+          endpoints:
+            - ref: front
+              url: https://{name}.tunnelgw.test
+              traffic_policy: "on_http_request: [{{actions: [{{type: deny}}]}}]"
+        application_users: [{{ref: bob, username: bob}}]
+        application_sessions:
+          - {{application_user_id: "@bob", endpoint_id: "@front"}}
+        """,
+    )
+    summary = fixtures.load(path, settings, admin.creds.account_id)
+    labels = summary["labels"]
+    front = admin.get(f"/endpoints/{labels['front']}").json()
+    assert (front["type"], front["url"]) == ("cloud", f"https://{name}.tunnelgw.test")
+    assert front["domain"]["id"] == labels["site"]
+    (session,) = admin.get("/app/sessions").json()["application_sessions"]
+    assert session["endpoint"]["id"] == labels["front"]
+    assert session["public_url"] == front["url"]

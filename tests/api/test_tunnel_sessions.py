@@ -51,7 +51,7 @@ def test_an_agent_starts_a_session_with_tunnels_and_endpoints(admin):
         admin,
         credential["token"],
         {"url": f"https://{host}", "upstream_url": "http://localhost:8080"},
-        {"url": "http://demo.tunnelgw.test:8080"},
+        {"url": "http://demo-{}.tunnelgw.test".format(host.split(".")[1])},
         {"labels": {"env": "prod"}, "upstream_url": "http://localhost:9000"},
         ip="203.0.113.7",
         agent_version="3.19.1",
@@ -84,18 +84,14 @@ def test_an_agent_starts_a_session_with_tunnels_and_endpoints(admin):
     )
     assert https["domain"]["id"] == domain["id"]
     assert (https["upstream_url"], https["region"]) == ("http://localhost:8080", "eu")
-    assert https["principal"]["id"] == credential["owner_id"]
-    assert (http["public_url"], http["port"], http["domain"]) == (
-        "http://demo.tunnelgw.test:8080",
-        8080,
-        None,
-    )
+    assert https["principal"] is None  # a user's: no address in this API (a bot's is shown)
+    # A free name under the shared domain is reserved for the account on the fly.
+    shared = "demo-{}.tunnelgw.test".format(host.split(".")[1])
+    assert (http["public_url"], http["port"]) == (f"http://{shared}", 80)
+    reserved = admin.get(f"/reserved_domains/{http['domain']['id']}").json()
+    assert reserved["domain"] == shared
     tunnels = started["tunnels"]
-    assert [t["public_url"] for t in tunnels] == [
-        f"https://{host}",
-        "http://demo.tunnelgw.test:8080",
-        "",
-    ]
+    assert [t["public_url"] for t in tunnels] == [f"https://{host}", f"http://{shared}", ""]
     assert tunnels[2]["labels"] == {"env": "prod"}
     assert tunnels[2]["forwards_to"] == "http://localhost:9000"
     for tunnel in tunnels:
@@ -129,7 +125,9 @@ def test_a_tcp_endpoint_needs_a_reserved_address_of_the_account(admin, other):
     assert endpoint["public_url"] == f"tcp://{addr['addr']}"
     theirs = other.post("/reserved_addrs", json={"region": "us"}).json()
     body = assert_error(
-        _connect(admin, token, {"url": f"tcp://{theirs['addr']}"}), 400, "ERR_ADDRESS_NOT_RESERVED"
+        _connect(admin, token, {"url": f"tcp://{theirs['addr']}"}),
+        400,
+        "ERR_ENDPOINT_ADDR_NOT_RESERVED",
     )
     assert body["details"]["field"] == "endpoints.0.url"
 
@@ -185,9 +183,9 @@ def test_hostnames_must_be_reserved_by_the_account(admin, other):
     _domain(other, taken)
     token = _credential(admin)["token"]
     for url, status, code in [
-        (f"https://{theirs}", 409, "ERR_DOMAIN_RESERVED_ELSEWHERE"),
-        (f"tls://{taken}", 409, "ERR_DOMAIN_RESERVED_ELSEWHERE"),
-        (f"https://{_name('unreserved')}", 400, "ERR_DOMAIN_NOT_RESERVED"),
+        (f"https://{theirs}", 400, "ERR_ENDPOINT_DOMAIN_NOT_RESERVED"),
+        (f"tls://{taken}", 409, "ERR_DOMAIN_IN_USE"),
+        (f"https://{_name('unreserved')}", 400, "ERR_ENDPOINT_DOMAIN_NOT_RESERVED"),
     ]:
         body = assert_error(_connect(admin, token, {"url": url}), status, code)
         assert body["details"]["field"] == "endpoints.0.url"
@@ -195,12 +193,38 @@ def test_hostnames_must_be_reserved_by_the_account(admin, other):
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["ftp://x.tunnelgw.test", "https://x.tunnelgw.test/path", "tcp://x.tunnelgw.test", "x"],
+    ("url", "code"),
+    [
+        ("ftp://x.tunnelgw.test", "ERR_ENDPOINT_URL_INVALID"),
+        ("https://x.tunnelgw.test/path", "ERR_ENDPOINT_URL_INVALID"),
+        ("tcp://x.tunnelgw.test", "ERR_ENDPOINT_PORT_INVALID"),
+        ("http://x.tunnelgw.test:8080", "ERR_ENDPOINT_PORT_INVALID"),
+    ],
 )
-def test_an_endpoint_url_that_is_not_one_is_refused(admin, url):
+def test_an_endpoint_url_that_is_not_one_is_refused(admin, url, code):
     token = _credential(admin)["token"]
-    assert_error(_connect(admin, token, {"url": url}), 400, "ERR_INVALID_FIELD")
+    body = assert_error(_connect(admin, token, {"url": url}), 400, code)
+    assert body["details"]["field"] == "endpoints.0.url"
+
+
+def test_an_agents_traffic_policy_is_checked_like_a_cloud_endpoints(admin):
+    token = _credential(admin)["token"]
+    url = f"https://tp-{uuid.uuid4().hex[:8]}.tunnelgw.test"
+    bad = {"url": url, "traffic_policy": "on_http_request: [{actions: [{type: nope}]}]"}
+    body = assert_error(_connect(admin, token, bad), 400, "ERR_INVALID_TRAFFIC_POLICY")
+    assert body["details"]["field"] == "endpoints.0.traffic_policy"
+    secret = (
+        "on_http_request:\n  - actions:\n      - type: add-headers\n"
+        "        config: {headers: {x-key: \"${secrets.get('nope', 'key')}\"}}\n"
+    )
+    assert_error(
+        _connect(admin, token, {"url": url, "traffic_policy": secret}),
+        400,
+        "ERR_TRAFFIC_POLICY_SECRET_NOT_FOUND",
+    )
+    good = {"url": url, "traffic_policy": "on_http_request: [{actions: [{type: deny}]}]"}
+    started = _started(admin, token, good)
+    assert started["endpoints"][0]["traffic_policy"] == good["traffic_policy"]
 
 
 def test_an_item_is_a_url_or_labels(admin):
@@ -217,7 +241,8 @@ def test_two_endpoints_share_a_url_only_when_both_pool(admin):
     url = {"url": "https://pool.tunnelgw.test"}
     first = _started(admin, token, url)["endpoints"][0]
     body = assert_error(_connect(admin, token, url), 409, "ERR_ENDPOINT_URL_IN_USE")
-    assert body["details"]["endpoint_id"] == first["id"]
+    assert body["details"]["endpoints"] == first["id"]
+    assert body["details"]["field"] == "endpoints.0.url"
     pooled = {**url, "url": "https://pooled.tunnelgw.test", "pooling_enabled": True}
     _started(admin, token, pooled)
     again = _started(admin, token, pooled)["endpoints"][0]

@@ -277,8 +277,9 @@ def test_endpoints(client):
     for item in items:
         touch_all(endpoints.get(item.id))  # url, bindings, ... (KeyError before issue 10)
     cloud = [e for e in items if e.type == "cloud"]
-    # The example's public cloud endpoint, and the one bound into Kubernetes clusters.
-    assert sorted(e.bindings for e in cloud) == [["kubernetes"], ["public"]]
+    # The example's public and internal cloud endpoints, and the one bound into Kubernetes
+    # clusters.
+    assert {tuple(e.bindings) for e in cloud} == {("kubernetes",), ("public",), ("internal",)}
     first = items[0]
     assert first.url == first.public_url
     assert [e.id for e in endpoints.list(id=[first.id]).endpoints] == [first.id]
@@ -290,6 +291,50 @@ def test_endpoints(client):
     https = walk(endpoints.list(filter='obj.proto == "https"', limit=1))
     assert https
     assert {e.proto for e in https} == {"https"}
+
+
+def test_cloud_endpoints(client):
+    endpoints = client.endpoints
+    name = f"c{uuid.uuid4().hex[:10]}"
+    policy = "on_http_request:\n  - actions:\n      - type: custom-response\n"
+    made = endpoints.create(
+        url=f"https://{name}.tunnelgw.test",  # a name under the shared domain: reserved
+        type="cloud",
+        traffic_policy=policy,
+        description="client",
+        metadata='{"a": 1}',
+    )
+    assert touch_all(endpoints.get(made.id)) >= 25
+    assert (made.type, made.url, made.bindings) == (
+        "cloud",
+        f"https://{name}.tunnelgw.test",
+        ["public"],
+    )
+    assert client.reserved_domains.get(made.domain.id).domain == f"{name}.tunnelgw.test"
+    internal = endpoints.create(
+        url=f"tcp://{name}.internal:5432",
+        type="cloud",
+        traffic_policy='{"on_tcp_connect": [{"actions": [{"type": "deny"}]}]}',
+        bindings=["internal"],
+        pooling_enabled=True,
+    )
+    assert (internal.port, internal.pooling_enabled) == (5432, True)
+    updated = endpoints.update(
+        made.id, url=f"https://{name}-2.tunnelgw.test", description="d2", bindings=["public"]
+    )
+    assert (updated.host, updated.description, updated.traffic_policy) == (
+        f"{name}-2.tunnelgw.test",
+        "d2",
+        policy,
+    )
+    with pytest.raises(ngrok.Error) as refused:
+        endpoints.update(made.id, traffic_policy="on_http_request: [{actions: [{type: nope}]}]")
+    assert refused.value.error_code == "ERR_INVALID_TRAFFIC_POLICY"
+    assert refused.value.http_status_code == 400
+    endpoints.delete(made.id)
+    endpoints.delete(internal.id)
+    with pytest.raises(ngrok.NotFoundError):
+        endpoints.get(made.id)
 
 
 def test_application_sessions_and_users(client):

@@ -15,6 +15,8 @@ because OpenAPI 3.0 cannot express them.
   almost never one).
 - A positive reserved-domain create gets a random first label on its domain, since a domain
   is reserved once across the server (see `_fresh_domain`).
+- A positive cloud endpoint create or update gets a fresh `.internal` https URL and no
+  `bindings` (see `_fresh_endpoint_url`).
 - A positive event destination body whose `target` breaks the cross-field rules (not exactly
   one kind, AWS auth not exactly one method, the credential empty) gets the `EventTarget`
   example instead: random objects almost never set exactly one kind.
@@ -59,7 +61,15 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, issuing, ssh, tls, x509
 from tunnelgw.http.validation import check_extensions
-from tunnelgw.rules import acls, certmanagement, cidrs, event_targets, hostnames, reserved_names
+from tunnelgw.rules import (
+    acls,
+    certmanagement,
+    cidrs,
+    event_targets,
+    hostnames,
+    reserved_names,
+    traffic_policy,
+)
 from tunnelgw.services import listing, vaults
 
 
@@ -92,6 +102,7 @@ FORMATS: dict[str, Callable[[str], object]] = {
     "tls-private-key": lambda value: _tls_part("private_key_pem", _example_chain(), value),
     "cidr": cidrs.canonical,
     "acl-rule": lambda value: acls.checked([value]),
+    "traffic-policy": traffic_policy.parse,
     "ssh-host-principal": lambda value: _valid_or_raise(hostnames.ssh_host_principal(value)),
     "abuse-url": lambda value: _valid_or_raise(hostnames.url_hostname(value)),
 }
@@ -292,6 +303,7 @@ def map_case(context: Any, case: Any) -> Any:
         case.body = _operator_binding(schema, case.body)
         if schema.get("x-check") == "reserved-domain-create":
             case.body = _fresh_domain(case.body)
+        case.body = _fresh_endpoint_url(case)
         case.body = _event_destination(schema, case.body)
     return case
 
@@ -363,6 +375,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         case.body.get("name") or case.body.get("domain")
     ):
         case.body = _fresh_domain({**case.body, "domain": "example.com"})
+    case.body = _fresh_endpoint_url(case)
     case.body = _event_destination(schema, case.body)
     if case.body.get("type") == "api" and "ip_policy_ids" in schema.get("properties", {}):
         # An `api` IP restriction could lock the run's account out of its own API (the
@@ -422,3 +435,20 @@ def _fresh_domain(body: dict[str, Any]) -> dict[str, Any]:
     if len(fresh) > hostnames.MAX_LENGTH:
         return body
     return {**body, **{key: fresh for key in ("name", "domain") if body.get(key)}}
+
+
+ENDPOINT_WRITES = frozenset({"endpoints.create", "endpoints.update"})
+
+
+def _fresh_endpoint_url(case: Any) -> dict[str, Any]:
+    """A positive cloud endpoint create or update body with a fresh `https://<random>.internal`
+    URL and no `bindings`: a generated URL almost never names a reserved domain of the run's
+    account (400), and one URL taken twice is 409 (the URL rules are tested by
+    tests/api/test_cloud_endpoints.py). The seeded endpoints the updates use are https."""
+    body: dict[str, Any] = case.body
+    if case.operation.definition.raw.get("operationId") not in ENDPOINT_WRITES:
+        return body
+    if case.operation.definition.raw["operationId"] == "endpoints.update" and not body.get("url"):
+        return {k: v for k, v in body.items() if k != "bindings"}
+    fresh = f"https://u{secrets.token_hex(6)}.internal"
+    return {**{k: v for k, v in body.items() if k != "bindings"}, "url": fresh}

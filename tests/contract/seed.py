@@ -1,8 +1,8 @@
 """Rows the API cannot create (read-only resources), and rows some operations need before
 the API has made any (a subscription with event sources, a TLS edge and a tunnel group
 backend for the backend module, an IP policy and IP restrictions using it, an event
-destination for subscriptions to name, a vault for the secret creates, tunnel sessions for
-the session commands), seeded into the
+destination for subscriptions to name, a vault for the secret creates, cloud endpoints to
+update and delete, tunnel sessions for the session commands), seeded into the
 contract account, and the Schemathesis config that points operations at them.
 
 Without them those operations only ever answer 404, which raises the missing-test-data
@@ -64,6 +64,21 @@ def _endpoint(account_id: str, tunnel: Tunnel) -> Endpoint:
         public_url="https://app.example.com",
         type="ephemeral",
         tunnel_id=tunnel.id,
+    )
+
+
+def _cloud_endpoint(account_id: str) -> Endpoint:
+    """A cloud endpoint (internal: it needs no reserved domain) for an update or a delete."""
+    host = f"seeded-{ids.new_secret(8).lower()}.internal"
+    return Endpoint.new(
+        id=ids.new_id(Endpoint.PREFIX),
+        account_id=account_id,
+        proto="https",
+        hostport=f"{host}:443",
+        public_url=f"https://{host}",
+        type="cloud",
+        bindings=["internal"],
+        traffic_policy="on_http_request:\n  - actions:\n      - type: deny\n",
     )
 
 
@@ -136,7 +151,8 @@ async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
             }
         },
     )
-    rows = [*read_only.values(), endpoint, *(row for pair in users for row in pair)]
+    clouds = [_cloud_endpoint(account_id) for _ in range(2)]
+    rows = [*read_only.values(), endpoint, *clouds, *(row for pair in users for row in pair)]
     # A vault for the secret creates (a random `vault_id` never names one), made by the
     # account's admin.
     vault = Vault.new(
@@ -189,6 +205,8 @@ async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
     route = read_only["route"]
     return [
         (("include-operation-id", "endpoints.get"), {"path.id": endpoint.id}),
+        (("include-operation-id", "endpoints.update"), {"path.id": clouds[0].id}),
+        (("include-operation-id", "endpoints.delete"), {"path.id": clouds[1].id}),
         (("include-operation-id", "application_users.get"), {"path.id": users[0][0].id}),
         (("include-operation-id", "application_users.delete"), {"path.id": users[1][0].id}),
         (("include-operation-id", "application_sessions.get"), {"path.id": users[2][1].id}),

@@ -78,8 +78,12 @@ def test_write_units_save_changed_columns_and_reads_see_them(url):  # noqa: F811
             row = await unit.get(Account, "acct_a", lock=True)
             assert row is not None
             row.name = "after"
-            # A row loaded twice in one write unit is the same object.
+            # A row loaded twice in one write unit is the same object, however it is read
+            # again (a query reading it must not replace it with the stored, older values).
             assert await unit.get(Account, "acct_a") is row
+            assert await unit.select(Account, f'"id" = {unit.mark}', ["acct_a"]) == [row]
+            assert (await unit.select_in(Account, "id", ["acct_a"]))[0] is row
+            assert (await unit.exec(select(Account).where(Account.id == "acct_a"))).one() is row
         async with database.read() as unit:
             a = await unit.get(Account, "acct_a")
             b = await unit.get(Account, "acct_b")

@@ -67,13 +67,47 @@ class Code(enum.Enum):
         "An ACL rule is not '*' or 'bind:' and a hostname, a host:port address or a label.",
     )
     INVALID_DOMAIN = (400, "The domain cannot be used here.")
-    DOMAIN_NOT_RESERVED = (
-        400,
-        "The hostname is neither a reserved domain of the account nor under the shared domain.",
-    )
-    ADDRESS_NOT_RESERVED = (400, "The TCP address is not a reserved address of the account.")
     CONFLICTING_FIELDS = (400, "The request sets fields that exclude each other.")
     INVALID_FIXTURE = (400, "The fixture document has problems; the message lists them.")
+    # 400: cloud endpoints (tunnelgw.rules.endpoint_urls, tunnelgw.rules.traffic_policy).
+    ENDPOINT_URL_INVALID = (
+        400,
+        "The endpoint URL is not scheme://host[:port] (http, https, tcp, tls).",
+    )
+    ENDPOINT_PORT_INVALID = (
+        400,
+        "The endpoint URL's port is not one its scheme and binding allow.",
+    )
+    ENDPOINT_BINDING_INVALID = (
+        400,
+        "bindings must be exactly one of public, internal, kubernetes.",
+    )
+    ENDPOINT_INTERNAL_HOST_REQUIRED = (
+        400,
+        "An endpoint with the internal binding needs a hostname ending in .internal.",
+    )
+    ENDPOINT_INTERNAL_BINDING_REQUIRED = (
+        400,
+        "A .internal hostname needs the internal binding.",
+    )
+    ENDPOINT_KUBERNETES_URL_INVALID = (
+        400,
+        "A kubernetes-bound endpoint's URL is http or tcp://service.namespace[:port].",
+    )
+    ENDPOINT_DOMAIN_NOT_RESERVED = (
+        400,
+        "A public endpoint's host must be a reserved domain of the account (or match one).",
+    )
+    ENDPOINT_ADDR_NOT_RESERVED = (
+        400,
+        "A public tcp endpoint's host:port must be a reserved TCP address of the account.",
+    )
+    ENDPOINT_SCHEME_CHANGE = (400, "An endpoint's scheme cannot change; create a new endpoint.")
+    INVALID_TRAFFIC_POLICY = (400, "The traffic policy is invalid; the details say where.")
+    TRAFFIC_POLICY_SECRET_NOT_FOUND = (
+        400,
+        "The traffic policy reads a secret the account does not have; details name it.",
+    )
     # 400: event destinations (tunnelgw.rules.event_targets).
     INVALID_EVENT_TARGET = (
         400,
@@ -146,8 +180,18 @@ class Code(enum.Enum):
         409,
         "An IP restriction uses the IP policy; take it out of the restriction first.",
     )
-    DOMAIN_RESERVED_ELSEWHERE = (409, "The hostname is a reserved domain of another account.")
-    ENDPOINT_URL_IN_USE = (409, "Another endpoint of the account has this URL.")
+    ENDPOINT_URL_IN_USE = (
+        409,
+        "Another endpoint of the account has this URL and binding; pooling must be on for both.",
+    )
+    AGENT_ENDPOINT_READ_ONLY = (
+        409,
+        "An agent endpoint is managed by its agent; only cloud endpoints change here.",
+    )
+    SECRET_IN_USE = (
+        409,
+        "A cloud endpoint's traffic policy reads the secret; change those policies first.",
+    )
     AGENT_COMMAND_REFUSED = (409, "The agent cannot carry out this command in its state.")
     EVENT_DESTINATION_IN_USE = (
         409,

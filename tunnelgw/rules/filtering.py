@@ -38,7 +38,14 @@ if TYPE_CHECKING:
 # cel-rust is imported by the functions that use it: a server that never filters a list does
 # not load it (nor its command line's prompt_toolkit, typer and rich).
 
-__all__ = ["MAX_FILTER_BYTES", "Filter", "compile_filter", "parse_duration", "parse_timestamp"]
+__all__ = [
+    "MAX_FILTER_BYTES",
+    "Filter",
+    "compile_filter",
+    "parse_duration",
+    "parse_timestamp",
+    "syntax_fault",
+]
 
 MAX_FILTER_BYTES = 4096
 _EVAL_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, OverflowError)
@@ -101,10 +108,9 @@ def compile_filter(
     import cel
 
     _check_text(expression)
-    try:
-        cel.compile(expression)
-    except ValueError as exc:
-        raise _syntax_error(expression, str(exc)) from None
+    fault = syntax_fault(expression)
+    if fault is not None:
+        raise error(Code.FILTER_SYNTAX, fault[1], fault[0])
     checker = Checker(expression, item_schema, spec or {}, now or timefmt.now())
     checker.check()
     paths = [(name, path, ts) for path, (name, ts) in checker.paths.items()]
@@ -126,11 +132,24 @@ def _check_text(expression: str) -> None:
         raise error(Code.FILTER_SYNTAX, "the filter is empty", 0)
 
 
-def _syntax_error(expression: str, message: str) -> ApiError:
-    """cel-rust says `<input>:LINE:COLUMN: reason`; turn it into our column and reason."""
+def syntax_fault(expression: str) -> tuple[int, str] | None:
+    """Where and why cel-rust cannot parse `expression`: (0-based character offset, reason),
+    or None when it parses. The one CEL engine of the server: list filters and traffic
+    policy expressions (tunnelgw.rules.traffic_policy) are parsed by it alike."""
+    import cel
+
+    try:
+        cel.compile(expression)
+    except ValueError as exc:
+        return _fault(expression, str(exc))
+    return None
+
+
+def _fault(expression: str, message: str) -> tuple[int, str]:
+    """cel-rust says `<input>:LINE:COLUMN: reason`; turn it into our offset and reason."""
     found = re.search(r"<input>:(\d+):(\d+): (?:Syntax error: )?([^\n]*)", message)
     if found is None:
-        return error(Code.FILTER_SYNTAX, "not a valid expression", 0)
+        return 0, "not a valid expression"
     line, column, reason = int(found[1]), int(found[2]), found[3]
     offset = sum(len(text) + 1 for text in expression.split("\n")[: line - 1]) + column - 1
-    return error(Code.FILTER_SYNTAX, reason[:200], min(offset, len(expression)))
+    return min(offset, len(expression)), reason[:200]

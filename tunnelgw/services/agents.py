@@ -9,23 +9,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import bindparam, delete
 from sqlmodel import col
 
-from models import Credential, Endpoint, Principal, ReservedAddr, ReservedDomain, Tunnel
-from models.endpoint import DEFAULT_PORTS
+from models import Credential, Endpoint, Principal, Tunnel
 from models.tunnel_group_member import partners_of, regroup_account
 from models.tunnel_session import TunnelSession
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.rules import acls, cidrs, hostnames
-from tunnelgw.services import auth, quotas, restrictions
+from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
+from tunnelgw.services import auth, cloud_endpoints, quotas, restrictions
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
-
-SCHEMES = ("http", "https", "tls", "tcp")
 
 
 @dataclass(frozen=True)
@@ -106,103 +102,6 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
             field="authtoken",
         )
     return found[0]
-
-
-def _wildcards(host: str) -> list[str]:
-    """The reserved names that could hold `host`: itself and `*.` each of its parents."""
-    labels = host.split(".")
-    return [host] + ["*." + ".".join(labels[i:]) for i in range(1, len(labels) - 1)]
-
-
-async def _domain(unit: Unit, account_id: str, host: str, index: int) -> str | None:
-    """The id of the account's reserved domain that holds `host` (exact first, then the
-    closest wildcard); None for an unreserved name under the shared domain; else ApiError."""
-    names = _wildcards(host)
-    held = {row.domain: row for row in await unit.select_in(ReservedDomain, "domain", names)}
-    for name in names:
-        row = held.get(name)
-        if row is None:
-            continue
-        if row.account_id == account_id:
-            return row.id
-        raise ApiError(
-            Code.DOMAIN_RESERVED_ELSEWHERE,
-            f"endpoints[{index}]: {host!r} is reserved by another account ({name!r}); use a "
-            "domain this account reserved (POST /reserved_domains).",
-            field=f"endpoints.{index}.url",
-        )
-    if hostnames.is_under(host, settings.current().shared_domain):
-        return None
-    raise ApiError(
-        Code.DOMAIN_NOT_RESERVED,
-        f"endpoints[{index}]: {host!r} is not a reserved domain of this account; reserve it "
-        f"(POST /reserved_domains) or use a name under {settings.current().shared_domain!r}.",
-        field=f"endpoints.{index}.url",
-    )
-
-
-async def _address(unit: Unit, account_id: str, host: str, port: int, index: int) -> str:
-    """The id of the account's reserved address `host:port`; else ApiError."""
-    found = await unit.select(
-        ReservedAddr,
-        f'"host" = {unit.mark} AND "port" = {unit.mark} AND "account_id" = {unit.mark}',
-        [host, port, account_id],
-    )
-    if not found:
-        raise ApiError(
-            Code.ADDRESS_NOT_RESERVED,
-            f"endpoints[{index}]: {host}:{port} is not a reserved address of this account; "
-            "reserve one (POST /reserved_addrs) and use its addr.",
-            field=f"endpoints.{index}.url",
-        )
-    return found[0].id
-
-
-def _parsed(url: str, index: int) -> tuple[str, str, int]:
-    """The scheme, lower-case host and port of an endpoint URL; ApiError(400) otherwise."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-        parts = parts._replace(path="?")  # an invalid port: refused below
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    valid = (
-        scheme in SCHEMES
-        and hostnames.matches(hostnames.INGRESS, host)
-        and parts.path in ("", "/")
-        and not (parts.query or parts.fragment or parts.username)
-        and (scheme != "tcp" or port is not None)
-    )
-    if not valid:
-        raise ApiError(
-            Code.INVALID_FIELD,
-            f"endpoints[{index}].url {url[:256]!r} is not an endpoint URL: http://, https://, "
-            "tls:// or tcp:// and a hostname (a port for tcp://), no path, query or user.",
-            field=f"endpoints.{index}.url",
-        )
-    return scheme, host, port or DEFAULT_PORTS[scheme]
-
-
-def _public_url(scheme: str, host: str, port: int) -> str:
-    default = DEFAULT_PORTS.get(scheme)
-    return f"{scheme}://{host}" if port == default else f"{scheme}://{host}:{port}"
-
-
-async def _url_free(unit: Unit, account_id: str, wanted: Wanted, url: str, index: int) -> None:
-    """ApiError(409) when an endpoint of the account has `url` already, unless it and the new
-    one both enable pooling."""
-    taken = await unit.select(
-        Endpoint, f'"account_id" = {unit.mark} AND "public_url" = {unit.mark}', [account_id, url]
-    )
-    if taken and not (wanted.pooling_enabled and all(row.pooling_enabled for row in taken)):
-        raise ApiError(
-            Code.ENDPOINT_URL_IN_USE,
-            f"endpoints[{index}]: {url!r} is already the URL of the endpoint {taken[0].id!r}; "
-            "stop it first, or enable pooling on both to share the URL.",
-            field=f"endpoints.{index}.url",
-            endpoint_id=taken[0].id,
-        )
 
 
 async def connect(unit: Unit, account_id: str, agent: Agent, wanted: Sequence[Wanted]) -> Started:
@@ -287,42 +186,61 @@ async def _start(
         await quotas.add(unit, tunnel)
         started.tunnels.append(tunnel)
         return
-    scheme, host, port = _parsed(item.url, index)
-    domain_id = address_id = None
-    if scheme == "tcp":
-        if not acls.allows(credential.acl, address=f"{host}:{port}"):
-            raise _denied(credential, index, f"{host}:{port}")
-        address_id = await _address(unit, session.account_id, host, port, index)
+    try:
+        target = endpoint_urls.check(item.url, None)
+        policy = (
+            traffic_policy.parse(item.traffic_policy, target.scheme)
+            if item.traffic_policy
+            else None
+        )
+    except ApiError as exc:
+        raise _at(exc, index) from None
+    if target.scheme == "tcp":
+        allowed = acls.allows(credential.acl, address=target.hostport)
     else:
-        if not acls.allows(credential.acl, hostname=host):
-            raise _denied(credential, index, host)
-        domain_id = await _domain(unit, session.account_id, host, index)
-    public_url = _public_url(scheme, host, port)
-    await _url_free(unit, session.account_id, item, public_url, index)
+        allowed = acls.allows(credential.acl, hostname=target.host)
+    if not allowed:
+        raise _denied(credential, index, target.hostport if target.scheme == "tcp" else target.host)
     endpoint = Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         created_at=session.started_at,
         updated_at=session.started_at,
-        proto=scheme,
-        hostport=f"{host}:{port}",
-        public_url=public_url,
+        proto=target.scheme,
+        hostport=target.hostport,
+        public_url=target.url,
         type="ephemeral",
-        reserved_domain_id=domain_id,
-        reserved_addr_id=address_id,
         tunnel_id=tunnel.id,
         meta=session.meta,
         upstream_url=item.upstream_url,
         traffic_policy=item.traffic_policy,
         pooling_enabled=item.pooling_enabled,
-        principal_id=credential.owner_id,
+        # The credential's owner when it has an address in this API (a bot user).
+        principal_id=credential.owner_id if credential.owner_id.startswith("bot_") else None,
         tunnel_session_id=session.id,
         **common,
     )
-    tunnel.public_url, tunnel.proto, tunnel.endpoint_id = public_url, scheme, endpoint.id
+    try:
+        await quotas.add(unit, endpoint)
+        # The URL rules of cloud endpoints: the reserved domain or address (a free name
+        # under the shared domain reserved on the fly), pooling, the policy's secrets.
+        await cloud_endpoints.place(unit, session.account_id, endpoint, target)
+        await cloud_endpoints.check_pool(unit, session.account_id, endpoint)
+        if policy is not None:
+            await cloud_endpoints.check_secrets(unit, session.account_id, policy)
+    except ApiError as exc:
+        raise _at(exc, index) from None
+    tunnel.public_url, tunnel.proto, tunnel.endpoint_id = target.url, target.scheme, endpoint.id
     await quotas.add(unit, tunnel)
-    await quotas.add(unit, endpoint)
     started.tunnels.append(tunnel)
     started.endpoints.append(endpoint)
+
+
+def _at(exc: ApiError, index: int) -> ApiError:
+    """`exc` (about one wanted endpoint's `url`, `bindings` or `traffic_policy`) with its
+    field named inside the connect's body: `endpoints.<index>.<field>`."""
+    field = exc.details.get("field")
+    exc.details["field"] = f"endpoints.{index}.{field}" if field else f"endpoints.{index}"
+    return exc
 
 
 def _denied(credential: Credential, index: int, what: str) -> ApiError:

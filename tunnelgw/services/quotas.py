@@ -36,6 +36,14 @@ _LOCK_ACCOUNT = Query(
 )
 
 
+async def take_turn(unit: Unit, account_id: str) -> None:
+    """Hold the account's lock to the end of the write unit `unit` (PostgreSQL; SQLite's write
+    units are exclusive anyway): the account's creates, and other checks of its rows as a
+    whole (a cloud endpoint's URL), take turns."""
+    if unit.dialect == "postgresql":
+        await unit.exec(_LOCK_ACCOUNT, {"account": account_id})
+
+
 @functools.cache
 def _count(model: type[AccountScoped]) -> Query:
     """How many rows of `model` the account has, counted up to `cap` (the cost of a count
@@ -68,8 +76,7 @@ async def admit(
     already. Holds the account's lock to the end of the write unit `unit`."""
     kind = kind_of(model)
     quota = settings.current().quota(kind) if limit is None else limit
-    if unit.dialect == "postgresql":
-        await unit.exec(_LOCK_ACCOUNT, {"account": account_id})
+    await take_turn(unit, account_id)
     usage = await unit.get(QuotaUsage, (account_id, kind))
     if usage is None or usage.bound >= quota:
         held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()

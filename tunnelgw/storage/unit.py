@@ -62,8 +62,7 @@ class Unit:
         rows = await self._conn.fetch(table.where(condition), args)
         loaded = [table.load(row) for row in rows]
         if self.writes:
-            for row in loaded:
-                self._track(row)
+            loaded = [self._adopt(row) for row in loaded]
         return loaded
 
     async def select_rows(
@@ -116,10 +115,14 @@ class Unit:
         rows = await self._conn.fetch(plan.sql, args)
         items = [plan.shape(row) for row in rows]
         if self.writes:
-            for item in items:
-                for part in item if isinstance(item, tuple) else (item,):
-                    if isinstance(part, Record):
-                        self._track(part)
+            items = [
+                tuple(self._adopt(p) if isinstance(p, Record) else p for p in item)
+                if isinstance(item, tuple)
+                else self._adopt(item)
+                if isinstance(item, Record)
+                else item
+                for item in items
+            ]
         return Result(items)
 
     def add(self, row: Any) -> None:
@@ -163,6 +166,16 @@ class Unit:
             attrs = tuple(row.__columns__[i] for i in changed)
             args = (*(self._encode(after[i]) for i in changed), *key)
             await self._conn.run(table.update(attrs), args)
+
+    def _adopt(self, row: Any) -> Any:
+        """The unit's own record of `row`'s key when it holds one already (with the changes
+        made to it since), else `row`, tracked from now on: one record per row in a unit."""
+        key = records.primary_key(row)
+        held = self._tracked.get((row.__model__, key))
+        if held is not None:
+            return held[0]
+        self._track(row)
+        return row
 
     def _track(self, row: Record) -> None:
         key = records.primary_key(row)
