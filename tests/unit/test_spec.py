@@ -275,3 +275,22 @@ def test_every_operation_has_a_summary_and_a_description():
         (m, p) for p, m, op in OPERATIONS if not (op.get("summary") and op.get("description"))
     ]
     assert missing == []
+
+
+def test_every_nullable_enum_lists_null():
+    """A nullable schema with an enum admits null only when the enum lists it (OpenAPI
+    3.0.3); without it, validators and contract testers refuse the null the server takes."""
+    found: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            if node.get("nullable") and "enum" in node and None not in node["enum"]:
+                found.append(path)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}/{index}")
+
+    walk(SPEC, "")
+    assert found == []
