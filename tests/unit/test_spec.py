@@ -294,3 +294,15 @@ def test_every_nullable_enum_lists_null():
 
     walk(SPEC, "")
     assert found == []
+
+
+def test_nullable_object_schemas_carry_their_name_as_title():
+    """A code generator names the model of a nullable object schema from its `title` (else
+    it makes an anonymous `...Type0`); tests/codegen checks the generated names, but runs
+    only in its own tox environment, so the rule is checked here too."""
+    untitled = [
+        name
+        for name, schema in SPEC["components"]["schemas"].items()
+        if schema.get("nullable") and "properties" in schema and schema.get("title") != name
+    ]
+    assert untitled == []
