@@ -133,6 +133,14 @@ TARGETS = (
         "x",
     ),
     Target("create / GET req/s", lambda r: _ratio(r, "create", "get"), ">=", 0.4, "x"),
+    # Issue 23: the request journal (admin API on) costs GET at most 10%.
+    Target(
+        "GET, journal on / off",
+        lambda r: _ratio(r, "get_journal", "get_journal_off"),
+        ">=",
+        0.9,
+        "x",
+    ),
     Target("GET, 2 workers / 1 worker", lambda r: _ratio(r, "get_2w", "get"), ">=", 1.6, "x"),
     Target("GET, PostgreSQL / SQLite", lambda r: _ratio(r, "pg_get", "get"), ">=", 0.5, "x"),
     Target("start-up to /readyz (median)", lambda r: _median_startup(r, "migrated"), "<=", 1, "s"),
@@ -157,6 +165,7 @@ CONTEXT: tuple[tuple[str, Callable[[Report], float | None], str], ...] = (
     ("list of 100 + creates / GET req/s", lambda r: _ratio(r, "list_mix", "get"), "x"),
     ("list, PostgreSQL / SQLite pages read", lambda r: _ratio(r, "pg_list", "list_read"), "x"),
     ("create, PostgreSQL / SQLite", lambda r: _ratio(r, "pg_create", "create"), "x"),
+    ("create, journal on / off", lambda r: _ratio(r, "create_journal", "create_journal_off"), "x"),
     ("start-up on a fresh data dir (median)", lambda r: _median_startup(r, "fresh"), "s"),
 )
 

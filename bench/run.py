@@ -52,6 +52,7 @@ PARTS = (
     "listread",  # list pages under rotating cursors (~90 pages in turn)
     "listmix",  # the same with a create in place of every 10th request
     "create",
+    "journal",  # GET and create with the admin API (its request journal) off, then on
     "workers2",  # tunnelgw (and the reference) with 2 workers
     "reference",
     "constant",
@@ -232,11 +233,17 @@ class Bench:
     # --- tunnelgw -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def tunnelgw(self, workers: int, engine: str, url: str | None = None) -> Iterator[Subject]:
+    def tunnelgw(
+        self,
+        workers: int,
+        engine: str,
+        url: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> Iterator[Subject]:
         """tunnelgw serving the bench data dir (or `url`), seeded on first use."""
         data_dir = self.workdir / f"data-{engine}"
         command = servers.tunnelgw_command(workers, data_dir, url)
-        env = {"TUNNELGW_BOOTSTRAP_TOKEN": self.token, **QUOTA_ENV}
+        env = {"TUNNELGW_BOOTSTRAP_TOKEN": self.token, **QUOTA_ENV, **(extra_env or {})}
         log = self.workdir / f"tunnelgw-{engine}-{workers}.log"
         with servers.serving("tunnelgw", command, env, log, "/readyz") as server:
             seeded = self.workdir / f"seeded-{engine}"
@@ -296,6 +303,22 @@ class Bench:
         print("== tunnelgw, SQLite, 1 worker", flush=True)
         with self.tunnelgw(1, "sqlite") as subject:
             self.run_single(subject, [p for p in SINGLE if self.wants(p)])
+
+    def part_journal(self) -> None:
+        """The request journal's cost: the same server and data with the admin API off, then
+        on (each request then commits its journal entry before it is answered), back to back
+        so the machine's drift between parts does not enter the ratio."""
+        for label, env, suffix in (
+            ("off", {}, "_journal_off"),
+            ("on", {"TUNNELGW_ADMIN_API": "1"}, "_journal"),
+        ):
+            print(f"== tunnelgw, SQLite, 1 worker, admin API {label}", flush=True)
+            with self.tunnelgw(1, "sqlite", extra_env=env) as subject:
+                data.check_answer(subject.server.base_url, self.token, subject.get.paths[0])
+                self.warm_up(subject)
+                self.measure("get" + suffix, "GET by id", subject, subject.get, self.concurrent)
+                create = Load((data.API_PATH,), self.token, data.CREATE_BYTES)
+                self.measure("create" + suffix, "create", subject, create, self.concurrent)
 
     def part_workers2(self) -> None:
         print("== tunnelgw, SQLite, 2 workers", flush=True)
@@ -447,6 +470,7 @@ class Bench:
     def run(self) -> None:
         steps = [
             (SINGLE, self.part_tunnelgw),
+            (("journal",), self.part_journal),
             (("workers2",), self.part_workers2),
             (("reference",), self.part_reference),
             (("constant",), self.part_constant),

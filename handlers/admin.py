@@ -16,7 +16,7 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import agents, auth, crud, faults, quotas
+from tunnelgw.services import agents, auth, crud, faults, journal, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -197,4 +197,66 @@ async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spe
     async with db.write() as unit:
         session = await crud.get_owned(unit, TunnelSession, caller, id, lock=True)
         await agents.end(unit, session)
+    return None, 204
+
+
+# --- the request journal -----------------------------------------------------------------
+
+
+def _journal_match(
+    operation: str | None,
+    method: str | None,
+    path_prefix: str | None,
+    status: str | None,
+    error_code: str | None,
+    since: str | None,
+) -> journal.Match:
+    when = None
+    if since is not None:
+        try:
+            when = timefmt.parse_rfc3339(since).astimezone(UTC)
+        except ValueError:
+            raise ApiError(
+                Code.INVALID_PARAMETER,
+                f"since {since[:64]!r} is not an RFC 3339 time (such as "
+                "2030-01-01T00:00:00Z; an offset is -23:59 to +23:59).",
+                param="since",
+            ) from None
+    return journal.Match(operation, method, path_prefix, status, error_code, when)
+
+
+async def list_requests(
+    operation: str | None = None,
+    method: str | None = None,
+    path_prefix: str | None = None,
+    status: str | None = None,
+    error_code: str | None = None,
+    since: str | None = None,
+    limit: int = 1000,
+) -> dict[str, Any]:
+    caller = _admin()
+    match = _journal_match(operation, method, path_prefix, status, error_code, since)
+    async with db.read() as unit:
+        found = await journal.entries(unit, caller.account_id, match, limit)
+    return {"requests": [entry.to_api() for entry in found]}
+
+
+async def count_requests(
+    operation: str | None = None,
+    method: str | None = None,
+    path_prefix: str | None = None,
+    status: str | None = None,
+    error_code: str | None = None,
+    since: str | None = None,
+) -> dict[str, Any]:
+    caller = _admin()
+    match = _journal_match(operation, method, path_prefix, status, error_code, since)
+    async with db.read() as unit:
+        return {"count": await journal.count(unit, caller.account_id, match)}
+
+
+async def clear_requests() -> tuple[None, int]:
+    caller = _admin()
+    async with db.write() as unit:
+        await journal.clear(unit, caller.account_id)
     return None, 204

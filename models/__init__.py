@@ -25,6 +25,7 @@ from models.issuing_authority import IssuingAuthority
 from models.kubernetes_operator import KubernetesOperator
 from models.principal import Principal
 from models.quota_usage import QuotaUsage
+from models.request_journal import JournalEntry
 from models.reserved_addr import ReservedAddr
 from models.reserved_domain import ReservedDomain
 from models.ssh_certificate_authority import SshCertificateAuthority
@@ -64,6 +65,7 @@ __all__ = [
     "IpRestriction",
     "IpRestrictionPolicy",
     "IssuingAuthority",
+    "JournalEntry",
     "KubernetesOperator",
     "Principal",
     "QuotaUsage",

@@ -4,9 +4,11 @@ independent validator that really rejects a non-conforming response."""
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 import yaml
 from openapi_spec_validator import validate
@@ -306,3 +308,73 @@ def test_nullable_object_schemas_carry_their_name_as_title():
         if schema.get("nullable") and "properties" in schema and schema.get("title") != name
     ]
     assert untitled == []
+
+
+SECRET_NAME = re.compile(r"private_key(_pem)?$|secret|^api_key$|token$|password|passphrase")
+
+
+def test_every_secret_a_client_sends_is_marked():
+    """The request journal redacts the fields marked `x-secret` or `writeOnly`
+    (tunnelgw.services.journal): every request body field named like a secret is marked, and
+    so is a vault secret's value."""
+    marked = set()
+    for where, schema in _request_bodies():
+        for _depth, name, prop in _named_properties(schema):
+            secret = SECRET_NAME.search(name) and prop.get("type") == "string"
+            if secret or (name == "value" and "/vault_secrets" in where):
+                assert prop.get("x-secret") or prop.get("writeOnly"), (where, name)
+                marked.add(name)
+    assert marked >= {
+        "private_key_pem",
+        "aws_secret_access_key",
+        "api_key",
+        "client_secret",
+        "authtoken",
+        "value",
+    }
+
+
+def test_secret_paths_and_redaction():
+    from tunnelgw.services import journal
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "key": {"type": "string", "x-secret": True},
+            "list": {"type": "array", "items": {"properties": {"pw": {"writeOnly": True}}}},
+            "map": {"additionalProperties": {"type": "string", "x-secret": True}},
+            "either": {"anyOf": [{"properties": {"token": {"x-secret": True}}}, {"type": "null"}]},
+        },
+    }
+    paths = journal.secret_paths(schema)
+    assert paths == {("key",), ("list", "*", "pw"), ("map", "*"), ("either", "token")}
+    body = {
+        "name": "n",
+        "key": "k",
+        "list": [{"pw": "p"}, {"other": 1}, "x"],
+        "map": {"a": "1", "b": None},
+        "either": None,
+    }
+    assert journal.redact(body, paths) == {
+        "name": "n",
+        "key": "<redacted>",
+        "list": [{"pw": "<redacted>"}, {"other": 1}, "x"],
+        "map": {"a": "<redacted>", "b": None},
+        "either": None,
+    }
+    assert body["key"] == "k"  # the body itself is left as it was
+    assert journal.redact([1, 2], paths) == [1, 2]
+    assert journal.body_of(b"", paths) is None
+    assert journal.body_of(b"{nope", paths) is None
+    assert journal.body_of(b'{"key": "k"}', paths) == {"key": "<redacted>"}
+    assert journal.body_of(b" " * (journal.MAX_BODY_BYTES + 1), paths) is None
+    assert journal.secret_paths(None) == frozenset()
+    # A private key in a field not meant for one (refused there) is redacted all the same.
+    pem = "-----BEGIN EC PRIVATE KEY-----\nMHc...\n-----END EC PRIVATE KEY-----\n"
+    sent = orjson.dumps({"ca_pem": pem, "list": [pem, 1], "name": "n"})
+    assert journal.body_of(sent, paths) == {
+        "ca_pem": "<redacted>",
+        "list": ["<redacted>", 1],
+        "name": "n",
+    }

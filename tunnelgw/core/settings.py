@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     json_logs: bool = False
     # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
     admin_api: bool = False
+    # With the admin API on: how many of an account's API requests its request journal keeps
+    # (`/_admin/requests`), the oldest dropped first; 0 records none.
+    journal_max_entries: int = Field(default=1000, ge=0, le=100_000)
     # The first start's admin token, when the operator chooses it (else one is generated): it
     # must be hard to guess (`token_problem`); the server refuses to start otherwise.
     bootstrap_token: str | None = None

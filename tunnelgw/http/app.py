@@ -203,6 +203,7 @@ def middlewares(state: AppState) -> list[Any]:
             version_headers=(VERSION_HEADER, *settings.version_header_alias_list()),
             fault_operations=fault_operations(settings),
             trusted_proxies=cidrs.networks(settings.trusted_proxies),
+            journal_keep=settings.journal_max_entries if settings.admin_api else 0,
         ),
         LifespanMiddleware,
     ]

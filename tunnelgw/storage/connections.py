@@ -54,6 +54,9 @@ class SqliteConnection:
         cursor = self.raw.execute(sql, args)
         return cursor.fetchall(), cursor.rowcount
 
+    async def run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.raw.executemany(sql, rows)
+
 
 class PgConnection:
     """A pooled asyncpg connection. asyncpg prepares each statement once per connection and
@@ -76,6 +79,9 @@ class PgConnection:
         status: str = await self.raw.execute(sql, *args)
         count = status.rpartition(" ")[2]
         return [], int(count) if count.isdigit() else -1
+
+    async def run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self.raw.executemany(numbered(sql), rows)
 
 
 async def configure_pg(conn: Any) -> None:

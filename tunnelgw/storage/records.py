@@ -199,8 +199,9 @@ class _Timestamp:
 
 
 def stored_time(text: str) -> datetime:
-    """The aware UTC datetime of SQLite's stored text."""
-    return datetime.fromisoformat(text[:19] + "+00:00")
+    """The aware UTC datetime of SQLite's stored text, to the microsecond as stored (as
+    PostgreSQL returns it)."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def wire_time(row: Any, name: str) -> str | None:
@@ -311,6 +312,7 @@ class TableSql:
     insert: str = ""
     delete: str = ""
     _updates: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _inserts: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         spec, mark = self.spec, self.mark
@@ -323,6 +325,18 @@ class TableSql:
         )
         self.delete = f"DELETE FROM {table} WHERE {self._pk_match()}"
         self.load = loader(record_class(spec.model), spec.attrs, spec.kinds, self.decoders)
+
+    def insert_of(self, attrs: tuple[str, ...]) -> str:
+        """INSERT of the columns of the attributes `attrs` only (made once per tuple)."""
+        sql = self._inserts.get(attrs)
+        if sql is None:
+            column = dict(zip(self.spec.attrs, self.spec.columns, strict=True))
+            names = ", ".join(quote(column[a]) for a in attrs)
+            marks = ", ".join([self.mark] * len(attrs))
+            sql = self._inserts[attrs] = (
+                f"INSERT INTO {quote(self.spec.table)} ({names}) VALUES ({marks})"
+            )
+        return sql
 
     def _pk_match(self) -> str:
         column = dict(zip(self.spec.attrs, self.spec.columns, strict=True))

@@ -134,6 +134,18 @@ class Unit:
         for row in rows:
             self.add(row)
 
+    async def insert_many(
+        self, model: type[Any], attrs: tuple[str, ...], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Insert `rows`, each the values of the columns `attrs` in that order, in one
+        statement run for every row (the columns left out take their database defaults, such
+        as a key the database numbers). Nothing is tracked: for append-only tables."""
+        self._require_write()
+        if rows:
+            sql = records.table_sql(model, self.dialect).insert_of(attrs)
+            encode = self._encode
+            await self._conn.run_many(sql, [tuple(map(encode, row)) for row in rows])
+
     async def flush(self) -> None:
         """Insert the rows added so far."""
         pending, self._pending = self._pending, []

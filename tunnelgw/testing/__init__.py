@@ -3,8 +3,10 @@
 - `TunnelgwServer`: a context manager starting `tunnelgw serve` in its own process on a free
   port of 127.0.0.1, with the admin API on: `base_url`, `token`, `account_id`, `headers`,
   `client()`, `reset()`, `load()`, `advance()`, `set_time()`, `fault()`,
-  `connect_agent()`, `disconnect_agent()`, `stop()`.
-- `TunnelgwError`: an error answer of the server; `TunnelgwStartError`: a failed start.
+  `connect_agent()`, `disconnect_agent()`, `requests()`, `request_count()`, `verify()`,
+  `clear_requests()`, `stop()`.
+- `TunnelgwError`: an error answer of the server; `TunnelgwStartError`: a failed start;
+  `VerificationError`: a failed `verify()` (an AssertionError listing what was recorded).
 - The pytest plugin (`tunnelgw.testing.pytest_plugin`, registered through the `pytest11`
   entry point): the fixtures `tunnelgw_server` (session) and `tunnelgw` (reset per test).
 
@@ -17,14 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tunnelgw.testing.admin import TunnelgwError
+    from tunnelgw.testing.journal import VerificationError
     from tunnelgw.testing.server import TunnelgwServer, TunnelgwStartError
 
-__all__ = ["TunnelgwError", "TunnelgwServer", "TunnelgwStartError"]
+__all__ = ["TunnelgwError", "TunnelgwServer", "TunnelgwStartError", "VerificationError"]
+_HOMES = {"TunnelgwError": "admin", "VerificationError": "journal"}
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from tunnelgw.testing import admin, server
+        import importlib
 
-        return getattr(admin if name == "TunnelgwError" else server, name)
+        module = importlib.import_module(f"tunnelgw.testing.{_HOMES.get(name, 'server')}")
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """The admin API's calls of `TunnelgwServer` (tunnelgw.testing.server): reset, fixtures, the
-simulated clock, fault rules and simulated agents, each one request to `/_admin/...` of the
-server's account. Only the standard library is imported here at import time."""
+simulated clock, fault rules, simulated agents and the request journal
+(tunnelgw.testing.journal), each one request to `/_admin/...` of the server's account. Only
+the standard library is imported here at import time."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from tunnelgw.testing import inputs
+from tunnelgw.testing.journal import JournalCalls
 
 
 class TunnelgwError(Exception):
@@ -39,7 +41,7 @@ class TunnelgwError(Exception):
         return message
 
 
-class AdminCalls:
+class AdminCalls(JournalCalls):
     """The admin API of one server's account; the server class provides `_admin` (one
     request, an error status raised as TunnelgwError)."""
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -13,14 +15,16 @@ from connexion.middleware.abstract import RoutedAPI, RoutedMiddleware
 from connexion.operations import AbstractOperation
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tunnelgw.core import timefmt
 from tunnelgw.core.errors import ApiError
-from tunnelgw.http import metrics
+from tunnelgw.http import metrics, rendering
+from tunnelgw.http.middleware import operation_id
 from tunnelgw.http.pipeline import bodies, parameters, security
 from tunnelgw.http.pipeline.bodies import JSON, Body
 from tunnelgw.http.pipeline.parameters import INTEGER, VERSION_HEADER, Parameters, header
 from tunnelgw.http.pipeline.responses import Responses, send_response
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, faults, rendercache, restrictions
+from tunnelgw.services import auth, faults, journal, rendercache, restrictions
 from tunnelgw.storage import db
 
 log = logging.getLogger("tunnelgw.restrictions")
@@ -29,6 +33,9 @@ HANDLERS_PACKAGE = "handlers"  # operationIds resolve relative to it (tunnelgw.h
 # A scope key the fixture loader's in-process requests carry: fault rules leave them alone.
 INTERNAL = "tunnelgw.internal"
 ADMIN_OPERATIONS = "admin."  # the admin API's operationIds (handlers/admin.py)
+# Scope keys a journaled request carries from its checks to its journal entry.
+CALLER = "tunnelgw.caller"
+RAW_BODY = "tunnelgw.raw_body"
 
 
 class Operation:
@@ -43,6 +50,7 @@ class Operation:
         version_headers: tuple[str, ...],
         fault_operations: frozenset[str] = frozenset(),
         trusted_proxies: tuple[cidrs.Network, ...] = (),
+        journal_keep: int = 0,
     ) -> None:
         self.operation_id = operation.operation_id
         # The spec's operationId (Connexion's is the resolved handler, `handlers.<id>`).
@@ -68,8 +76,27 @@ class Operation:
         self.echoes = bodies.path_echoes(self.body.schema) if self.body is not None else ()
         self.takes_body = self.body is not None and (has_kwargs or "body" in arguments)
         self.responses = Responses(operation) if validate_responses else None
+        # The request journal (admin API on): the account's API requests, not the admin API's.
+        journaled = journal_keep > 0 and self.authenticate is not None and self.restrictable
+        self.journal_keep = journal_keep if journaled else 0
+        self.secrets = journal.secret_paths(self.body.schema if self.body else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.journal_keep or scope.get(INTERNAL):
+            await self._respond(await self._handle(scope, receive), send)
+            return
+        started = time.perf_counter()
+        arrived = datetime.now(UTC)
+        try:
+            result = await self._handle(scope, receive)
+        except Exception as exc:
+            await self._record(scope, arrived, started, rendering.to_api_error(exc))
+            raise
+        await self._record(scope, arrived, started, result)
+        await self._respond(result, send)
+
+    async def _handle(self, scope: Scope, receive: Receive) -> Any:
+        """The request's checks and its handler: what the handler returned."""
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         length = header(headers, b"content-length")
         if length is not None and INTEGER.fullmatch(length) and int(length) > self.max_body_bytes:
@@ -82,11 +109,13 @@ class Operation:
         raw = b""
         if self.body is not None:
             raw = await bodies.receive_body(receive, self.max_body_bytes)
+            scope[RAW_BODY] = raw
         async with db.request_scope():
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
                 caller: auth.Caller = info["caller"]
                 auth.activate(caller)
+                scope[CALLER] = caller
                 if caller.api_restriction and self.restrictable:
                     await self._check_ip_restrictions(scope, caller)
             if isinstance(path, ApiError):  # reported after the credential check
@@ -100,8 +129,7 @@ class Operation:
                     kwargs["body"] = body
             if self.faults and not scope.get(INTERNAL):
                 await faults.apply(auth.caller().account_id, self.spec_operation_id)
-            result = await self.handler(**kwargs)
-        await self._respond(result, send)
+            return await self.handler(**kwargs)
 
     async def _check_ip_restrictions(self, scope: Scope, caller: auth.Caller) -> None:
         """The account's `api` IP restrictions on the client's address: 403 from an enforced
@@ -121,6 +149,36 @@ class Operation:
                 scope["method"],
                 scope["path"],
             )
+
+    async def _record(self, scope: Scope, arrived: datetime, started: float, outcome: Any) -> None:
+        """The request's journal entry, committed before its answer is sent; nothing for a
+        request no credential identified (no account to file it under)."""
+        caller: auth.Caller | None = scope.get(CALLER)
+        if caller is None:
+            return
+        if isinstance(outcome, ApiError):
+            status, error_code = outcome.code.status, outcome.code.error_code
+        else:
+            status, error_code = _status_of(outcome), None
+        raw: bytes = scope.get(RAW_BODY, b"")
+        offset = timefmt.clock_offset.get()
+        values = (
+            caller.account_id,
+            arrived + offset if offset else arrived,
+            operation_id(scope),
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b"").decode("latin-1"),
+            self.spec_operation_id,
+            status,
+            error_code,
+            caller.principal_id,
+            caller.api_key_id,
+            round((time.perf_counter() - started) * 1000, 3),
+            len(raw),
+            journal.body_of(raw, self.secrets),
+        )
+        await journal.journal(db.current(), self.journal_keep).record(values)
 
     def _row(self, path: dict[str, Any] | ApiError) -> tuple[str, str] | None:
         """(collection, id) of the resource this GET reads, for the credential check to read
@@ -152,6 +210,13 @@ class Operation:
         await send_response(send, status, orjson.dumps(result), JSON)
 
 
+def _status_of(result: Any) -> int:
+    """The status a handler's result is answered with (as `Operation._respond` sends it)."""
+    if isinstance(result, tuple):
+        return int(result[1])
+    return int(getattr(result, "status_code", 200))
+
+
 class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
     """The operations of one spec (Connexion registers each API on each middleware)."""
 
@@ -163,10 +228,12 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
         version_headers: tuple[str, ...] = (VERSION_HEADER,),
         fault_operations: frozenset[str] = frozenset(),
         trusted_proxies: tuple[cidrs.Network, ...] = (),
+        journal_keep: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._options = {
+            "journal_keep": journal_keep,
             "validate_responses": bool(validate_responses),
             "max_body_bytes": max_body_bytes,
             "version_headers": version_headers,

@@ -1,0 +1,264 @@
+"""The request journal (the admin API's `/_admin/requests`): each API request of an account,
+recorded with its secret body fields redacted, kept newest first up to a bound per account.
+
+A request's entry is committed before its response is sent, so a test that reads the journal
+after an answer finds the request in it, whichever worker served either. Entries are written
+in batches (`Journal`): one transaction for the entries of every request that finished while
+the previous batch was being written, so the cost per request is a row of an `executemany`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import and_, delete, func, select
+from sqlmodel import col
+
+from models import JournalEntry
+from tunnelgw.storage.db import Database
+from tunnelgw.storage.unit import Unit
+
+log = logging.getLogger("tunnelgw.journal")
+
+REDACTED = "<redacted>"
+# The end of a PEM private key's BEGIN line (PKCS #8, PKCS #1, SEC1, OpenSSH, encrypted).
+PEM_PRIVATE_KEY_TEXT = "PRIVATE KEY-----"
+PEM_PRIVATE_KEY = PEM_PRIVATE_KEY_TEXT.encode()
+# Bodies larger than this are counted (`body_bytes`) but not kept.
+MAX_BODY_BYTES = 64 * 1024
+COLUMNS = (
+    "account_id",
+    "at",
+    "request_id",
+    "method",
+    "path",
+    "query",
+    "operation",
+    "status",
+    "error_code",
+    "principal_id",
+    "api_key_id",
+    "duration_ms",
+    "body_bytes",
+    "body",
+)
+
+# --- what a request body may not show ------------------------------------------------------
+
+Path = tuple[str, ...]
+ANY = "*"  # an item of an array, or a value of a map
+
+
+def secret_paths(schema: Mapping[str, Any] | None) -> frozenset[Path]:
+    """The paths of the fields of a (resolved) body schema that are secrets: marked
+    `x-secret: true` or `writeOnly: true`, in any branch of `allOf`/`anyOf`/`oneOf`."""
+    found: set[Path] = set()
+    if schema:
+        _walk(schema, (), found, depth=0)
+    return frozenset(found)
+
+
+def _walk(schema: Mapping[str, Any], path: Path, found: set[Path], depth: int) -> None:
+    if depth > 32:  # a recursive schema: deep enough for any body this API takes
+        return
+    if path and (schema.get("x-secret") or schema.get("writeOnly")):
+        found.add(path)
+        return
+    for key in ("allOf", "anyOf", "oneOf"):
+        for branch in schema.get(key, ()):
+            _walk(branch, path, found, depth + 1)
+    for name, prop in schema.get("properties", {}).items():
+        _walk(prop, (*path, name), found, depth + 1)
+    for key in ("items", "additionalProperties"):
+        nested = schema.get(key)
+        if isinstance(nested, Mapping):
+            _walk(nested, (*path, ANY), found, depth + 1)
+
+
+def redact(value: Any, paths: Iterable[Path]) -> Any:
+    """`value` with the fields at `paths` replaced by `REDACTED` (a copy where it changes)."""
+    for path in paths:
+        value = _redact(value, path)
+    return value
+
+
+def _redact(value: Any, path: Path) -> Any:
+    if not path:
+        return REDACTED if value is not None else None
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        keys = value.keys() if head == ANY else (head,) if head in value else ()
+        if not keys:
+            return value
+        return {k: _redact(v, rest) if k in keys else v for k, v in value.items()}
+    if isinstance(value, list) and head == ANY:
+        return [_redact(item, rest) for item in value]
+    return value
+
+
+def body_of(raw: bytes, secrets: Iterable[Path]) -> Any:
+    """What the journal keeps of a request body: its JSON with the `secrets` redacted, and
+    any string holding a PEM private key wherever it is; None for no body, one that is not
+    JSON, or one over `MAX_BODY_BYTES`."""
+    if not raw or len(raw) > MAX_BODY_BYTES:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if PEM_PRIVATE_KEY in raw:
+        # A private key sent in the wrong field (refused, as `ca_pem` refuses one) is still a
+        # private key: it never reaches the database in the clear.
+        value = _without_private_keys(value)
+    return redact(value, secrets)
+
+
+def _without_private_keys(value: Any) -> Any:
+    if isinstance(value, str):
+        return REDACTED if PEM_PRIVATE_KEY_TEXT in value else value
+    if isinstance(value, dict):
+        return {key: _without_private_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_private_keys(item) for item in value]
+    return value
+
+
+# --- writing: batches committed before the responses go -----------------------------------
+
+
+class Journal:
+    """The batch writer of one database in this process. `record` returns once the entry is
+    committed (or, should the write fail, logged as lost: a request is never failed for its
+    journal entry)."""
+
+    def __init__(self, database: Database, keep: int) -> None:
+        self.database = database
+        self.keep = keep
+        self._pending: list[tuple[Any, ...]] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def record(self, values: tuple[Any, ...]) -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._pending.append(values)
+        self._waiters.append(done)
+        if self._task is None or self._task.done():
+            # A context of its own: the request's (its database connection above all) ends
+            # with the request, and the writer outlives it.
+            self._task = loop.create_task(self._run(), context=contextvars.Context())
+        await asyncio.shield(done)
+
+    async def _run(self) -> None:
+        while self._pending:
+            batch, waiters = self._pending, self._waiters
+            self._pending, self._waiters = [], []
+            try:
+                await self._write(batch)
+            except Exception:
+                log.exception("%d request journal entries were not written", len(batch))
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        async with self.database.write() as unit:
+            await unit.insert_many(JournalEntry, COLUMNS, batch)
+            for account_id in {values[0] for values in batch}:
+                await _trim(unit, account_id, self.keep)
+
+
+_journals: weakref.WeakKeyDictionary[Database, Journal] = weakref.WeakKeyDictionary()
+
+
+def journal(database: Database, keep: int) -> Journal:
+    """The journal writer of `database` in this process."""
+    found = _journals.get(database)
+    if found is None or found.keep != keep:
+        found = _journals[database] = Journal(database, keep)
+    return found
+
+
+async def _trim(unit: Unit, account_id: str, keep: int) -> None:
+    """Drop the account's entries older than its newest `keep`."""
+    newest_dropped = (
+        select(col(JournalEntry.seq))
+        .where(col(JournalEntry.account_id) == account_id)
+        .order_by(col(JournalEntry.seq).desc())
+        .limit(1)
+        .offset(keep)
+        .scalar_subquery()
+    )
+    await unit.exec(
+        delete(JournalEntry)
+        .where(col(JournalEntry.account_id) == account_id)
+        .where(col(JournalEntry.seq) <= newest_dropped)
+    )
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """Which entries of an account a list, count or verify takes."""
+
+    operation: str | None = None
+    method: str | None = None
+    path_prefix: str | None = None
+    status: str | None = None  # "201", or a class: "4xx"
+    error_code: str | None = None
+    since: datetime | None = None
+
+    def condition(self, account_id: str) -> Any:
+        entry = JournalEntry
+        terms = [col(entry.account_id) == account_id]
+        if self.operation is not None:
+            terms.append(col(entry.operation) == self.operation)
+        if self.method is not None:
+            terms.append(col(entry.method) == self.method.upper())
+        if self.path_prefix:
+            prefix = self.path_prefix
+            terms.append(func.substr(col(entry.path), 1, len(prefix)) == prefix)
+        if self.status is not None:
+            if self.status.endswith("xx"):
+                low = int(self.status[0]) * 100
+                terms += [col(entry.status) >= low, col(entry.status) < low + 100]
+            else:
+                terms.append(col(entry.status) == int(self.status))
+        if self.error_code is not None:
+            terms.append(col(entry.error_code) == self.error_code)
+        if self.since is not None:
+            terms.append(col(entry.at) >= self.since)
+        return and_(*terms)
+
+
+async def entries(unit: Unit, account_id: str, match: Match, limit: int) -> list[JournalEntry]:
+    """The newest `limit` entries that match, oldest first."""
+    found = await unit.exec(
+        select(JournalEntry)
+        .where(match.condition(account_id))
+        .order_by(col(JournalEntry.seq).desc())
+        .limit(limit)
+    )
+    return list(reversed(found.all()))
+
+
+async def count(unit: Unit, account_id: str, match: Match) -> int:
+    found = await unit.exec(
+        select(func.count()).select_from(JournalEntry).where(match.condition(account_id))
+    )
+    return int(found.one())
+
+
+async def clear(unit: Unit, account_id: str) -> int:
+    result = await unit.exec(delete(JournalEntry).where(col(JournalEntry.account_id) == account_id))
+    return result.rowcount
