@@ -8,7 +8,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlmodel import col
 
 from models import Account, FaultRule, TunnelSession
@@ -138,6 +138,9 @@ async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
     async with db.write() as unit:
         # The same count and lock as the quotas of the API's resources, with a fixed limit.
         await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
+        account = await unit.get(Account, caller.account_id, lock=True)
+        assert account is not None  # the caller's key names it
+        account.fault_rules = True  # the credential check tells requests to read the rules
         rule = FaultRule.new(
             id=ids.new_id(FaultRule.PREFIX),
             account_id=caller.account_id,
@@ -168,6 +171,9 @@ async def clear_faults() -> tuple[None, int]:
     caller = _admin()
     async with db.write() as unit:
         await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == caller.account_id))
+        await unit.exec(
+            update(Account).where(col(Account.id) == caller.account_id).values(fault_rules=False)
+        )
     return None, 204
 
 
@@ -237,7 +243,8 @@ async def list_requests(
     caller = _admin()
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
     async with db.read() as unit:
-        found = await journal.entries(unit, caller.account_id, match, limit)
+        keep = settings.current().journal_max_entries
+        found = await journal.entries(unit, caller.account_id, match, limit, keep)
     return {"requests": [entry.to_api() for entry in found]}
 
 
@@ -252,7 +259,8 @@ async def count_requests(
     caller = _admin()
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
     async with db.read() as unit:
-        return {"count": await journal.count(unit, caller.account_id, match)}
+        keep = settings.current().journal_max_entries
+        return {"count": await journal.count(unit, caller.account_id, match, keep)}
 
 
 async def clear_requests() -> tuple[None, int]:

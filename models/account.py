@@ -25,3 +25,7 @@ class Account(Row, table=True):
     # an enforced one), kept by the restriction operations: the credential check reads it, and
     # only a request of an account with some reads the restrictions.
     api_restriction: int = 0
+    # Whether the account may have fault rules (admin API): set when one is made, cleared with
+    # them and by reset. The credential check reads it, and only a request of an account with
+    # some reads the rules (a rule spent by its count leaves it set until they are cleared).
+    fault_rules: bool = False

@@ -288,6 +288,21 @@ def test_an_injected_fault_hits_count_times_then_is_gone(admin, other, served):
     assert other.get("/_admin/faults").json() == {"faults": []}
 
 
+def test_rules_made_after_a_clear_or_a_reset_apply_again(admin, served):
+    """Only accounts that have made rules read them (a flag the credential check reads): it is
+    cleared with the rules and by reset, and set again by the next rule."""
+    admin.client.validator = served
+    rule = {"operation": "api_keys.list", "status": 503}
+    for undo in ("clear", "reset", "clear"):
+        assert admin.post("/_admin/faults", json=rule).status_code == 201
+        assert_error(admin.get("/api_keys"), 503, "ERR_SERVICE_UNAVAILABLE")
+        if undo == "clear":
+            assert admin.delete("/_admin/faults").status_code == 204
+        else:
+            assert admin.post("/_admin/reset").status_code == 200
+        assert admin.get("/api_keys").status_code == 200
+
+
 @pytest.mark.parametrize(("status", "code"), [(429, "ERR_RATE_LIMITED"), (500, "ERR_INTERNAL")])
 def test_each_injectable_status_is_a_catalog_error(admin, served, status, code):
     admin.post("/_admin/faults", json={"operation": "api_keys.list", "status": status})

@@ -41,6 +41,8 @@ class Caller:
     api_key_id: str
     # What `api` IP restrictions the account has (models.ip_restriction.API_*).
     api_restriction: int = 0
+    # Whether the account may have fault rules (models.account.Account.fault_rules).
+    fault_rules: bool = False
 
 
 def new_token() -> str:
@@ -72,9 +74,9 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS)
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
-        found, carried = found[:8], found[8]
+        found, carried = found[:9], found[9]
         _carried.set((target[0], target[1], carried if carried.id is not None else None))
-    _, key_id, principal_id, account_id, is_admin, active, clock_offset, api_restriction = found
+    _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = found
     if not active:
         raise ApiError(
             Code.PRINCIPAL_INACTIVE,
@@ -85,7 +87,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         )
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
-    caller = Caller(account_id, principal_id, is_admin, key_id, api_restriction)
+    caller = Caller(account_id, principal_id, is_admin, key_id, restriction, bool(faults))
     return {"sub": principal_id, "caller": caller}
 
 
@@ -103,6 +105,7 @@ _CREDENTIAL = (
         col(_OWNER.active),
         col(Account.clock_offset_seconds),
         col(Account.api_restriction),
+        col(Account.fault_rules),
     )
     .select_from(_KEY)
     .join(_OWNER, col(_OWNER.id) == col(_KEY.owner_id))

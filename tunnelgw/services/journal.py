@@ -19,11 +19,12 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, delete, func, select
+from sqlalchemy import and_, bindparam, delete, func, select
 from sqlmodel import col
 
 from models import JournalEntry
 from tunnelgw.storage.db import Database
+from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
 log = logging.getLogger("tunnelgw.journal")
@@ -137,14 +138,20 @@ def _without_private_keys(value: Any) -> Any:
 class Journal:
     """The batch writer of one database in this process. `record` returns once the entry is
     committed (or, should the write fail, logged as lost: a request is never failed for its
-    journal entry)."""
+    journal entry).
+
+    An account's entries past its newest `keep` are deleted once this process has written
+    `slack` more of them since it last did (one statement for many entries); reads never show
+    more than the newest `keep` (`floor`)."""
 
     def __init__(self, database: Database, keep: int) -> None:
         self.database = database
         self.keep = keep
+        self.slack = max(1, keep // 10)
         self._pending: list[tuple[Any, ...]] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._task: asyncio.Task[None] | None = None
+        self._unswept: dict[str, int] = {}  # per account: entries written since its last trim
 
     async def record(self, values: tuple[Any, ...]) -> None:
         loop = asyncio.get_running_loop()
@@ -159,6 +166,9 @@ class Journal:
 
     async def _run(self) -> None:
         while self._pending:
+            # One more turn of the event loop first: the requests that finish in it join the
+            # batch (a batch's commit costs as much as a few of its rows).
+            await asyncio.sleep(0)
             batch, waiters = self._pending, self._waiters
             self._pending, self._waiters = [], []
             try:
@@ -173,7 +183,12 @@ class Journal:
         async with self.database.write() as unit:
             await unit.insert_many(JournalEntry, COLUMNS, batch)
             for account_id in {values[0] for values in batch}:
-                await _trim(unit, account_id, self.keep)
+                unswept = self._unswept.get(account_id, 0)
+                unswept += sum(1 for values in batch if values[0] == account_id)
+                if unswept >= self.slack:
+                    await _trim(unit, account_id, self.keep)
+                    unswept = 0
+                self._unswept[account_id] = unswept
 
 
 _journals: weakref.WeakKeyDictionary[Database, Journal] = weakref.WeakKeyDictionary()
@@ -187,21 +202,37 @@ def journal(database: Database, keep: int) -> Journal:
     return found
 
 
+# The seq of an account's `keep`-th newest entry (offset keep - 1), or of the newest one past
+# them (offset keep).
+_NTH_NEWEST = Query(
+    select(col(JournalEntry.seq))
+    .where(col(JournalEntry.account_id) == bindparam("account"))
+    .order_by(col(JournalEntry.seq).desc())
+    .limit(1)
+    .offset(bindparam("offset"))
+)
+_TRIM = Query(
+    delete(JournalEntry)
+    .where(col(JournalEntry.account_id) == bindparam("account"))
+    .where(col(JournalEntry.seq) <= bindparam("seq"))
+)
+
+
 async def _trim(unit: Unit, account_id: str, keep: int) -> None:
     """Drop the account's entries older than its newest `keep`."""
-    newest_dropped = (
-        select(col(JournalEntry.seq))
-        .where(col(JournalEntry.account_id) == account_id)
-        .order_by(col(JournalEntry.seq).desc())
-        .limit(1)
-        .offset(keep)
-        .scalar_subquery()
-    )
-    await unit.exec(
-        delete(JournalEntry)
-        .where(col(JournalEntry.account_id) == account_id)
-        .where(col(JournalEntry.seq) <= newest_dropped)
-    )
+    dropped = (await unit.exec(_NTH_NEWEST, {"account": account_id, "offset": keep})).first()
+    if dropped is not None:
+        await unit.exec(_TRIM, {"account": account_id, "seq": dropped})
+
+
+async def floor(unit: Unit, account_id: str, keep: int) -> int | None:
+    """The seq of the account's oldest entry among its newest `keep` (reads start there), or
+    None when it has no more than `keep`."""
+    found = await unit.exec(_NTH_NEWEST, {"account": account_id, "offset": keep - 1})
+    oldest_kept = found.first()
+    if oldest_kept is None:
+        return None
+    return int(oldest_kept)
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -218,9 +249,12 @@ class Match:
     error_code: str | None = None
     since: datetime | None = None
 
-    def condition(self, account_id: str) -> Any:
+    def condition(self, account_id: str, start: int | None) -> Any:
+        """The SQL condition: the account's entries from seq `start` on that match."""
         entry = JournalEntry
         terms = [col(entry.account_id) == account_id]
+        if start is not None:
+            terms.append(col(entry.seq) >= start)
         if self.operation is not None:
             terms.append(col(entry.operation) == self.operation)
         if self.method is not None:
@@ -241,20 +275,25 @@ class Match:
         return and_(*terms)
 
 
-async def entries(unit: Unit, account_id: str, match: Match, limit: int) -> list[JournalEntry]:
-    """The newest `limit` entries that match, oldest first."""
+async def entries(
+    unit: Unit, account_id: str, match: Match, limit: int, keep: int
+) -> list[JournalEntry]:
+    """The newest `limit` entries that match, oldest first, of the newest `keep`."""
+    start = await floor(unit, account_id, keep)
     found = await unit.exec(
         select(JournalEntry)
-        .where(match.condition(account_id))
+        .where(match.condition(account_id, start))
         .order_by(col(JournalEntry.seq).desc())
         .limit(limit)
     )
     return list(reversed(found.all()))
 
 
-async def count(unit: Unit, account_id: str, match: Match) -> int:
+async def count(unit: Unit, account_id: str, match: Match, keep: int) -> int:
+    """How many of the newest `keep` entries match."""
+    start = await floor(unit, account_id, keep)
     found = await unit.exec(
-        select(func.count()).select_from(JournalEntry).where(match.condition(account_id))
+        select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
     )
     return int(found.one())
 

@@ -255,7 +255,9 @@ def sqlite_time_text(value: datetime) -> str:
     """The SQLite storage text of a timestamp (the same format SQLAlchemy writes, so text
     comparison in SQL orders timestamps)."""
     if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
+        if value.utcoffset():
+            value = value.astimezone(UTC)
+        return value.isoformat(sep=" ", timespec="microseconds")[:-6]  # without "+00:00"
     return value.isoformat(sep=" ", timespec="microseconds")
 
 
@@ -312,7 +314,7 @@ class TableSql:
     insert: str = ""
     delete: str = ""
     _updates: dict[tuple[str, ...], str] = field(default_factory=dict)
-    _inserts: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _inserts: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         spec, mark = self.spec, self.mark
@@ -326,17 +328,20 @@ class TableSql:
         self.delete = f"DELETE FROM {table} WHERE {self._pk_match()}"
         self.load = loader(record_class(spec.model), spec.attrs, spec.kinds, self.decoders)
 
-    def insert_of(self, attrs: tuple[str, ...]) -> str:
-        """INSERT of the columns of the attributes `attrs` only (made once per tuple)."""
-        sql = self._inserts.get(attrs)
-        if sql is None:
+    def insert_of(self, attrs: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
+        """INSERT of the columns of the attributes `attrs` only, and the positions among them
+        of the values the driver needs encoded (timestamps, JSON, booleans); made once per
+        tuple."""
+        found = self._inserts.get(attrs)
+        if found is None:
             column = dict(zip(self.spec.attrs, self.spec.columns, strict=True))
+            kind = dict(zip(self.spec.attrs, self.spec.kinds, strict=True))
             names = ", ".join(quote(column[a]) for a in attrs)
             marks = ", ".join([self.mark] * len(attrs))
-            sql = self._inserts[attrs] = (
-                f"INSERT INTO {quote(self.spec.table)} ({names}) VALUES ({marks})"
-            )
-        return sql
+            sql = f"INSERT INTO {quote(self.spec.table)} ({names}) VALUES ({marks})"
+            encoded = tuple(i for i, attr in enumerate(attrs) if kind[attr])
+            found = self._inserts[attrs] = (sql, encoded)
+        return found
 
     def _pk_match(self) -> str:
         column = dict(zip(self.spec.attrs, self.spec.columns, strict=True))

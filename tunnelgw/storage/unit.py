@@ -141,10 +141,20 @@ class Unit:
         statement run for every row (the columns left out take their database defaults, such
         as a key the database numbers). Nothing is tracked: for append-only tables."""
         self._require_write()
-        if rows:
-            sql = records.table_sql(model, self.dialect).insert_of(attrs)
-            encode = self._encode
-            await self._conn.run_many(sql, [tuple(map(encode, row)) for row in rows])
+        if not rows:
+            return
+        table = records.table_sql(model, self.dialect)
+        sql, encoded = table.insert_of(attrs)
+        encode = self._encode
+        if encoded:
+            changed = []
+            for row in rows:
+                values = list(row)
+                for i in encoded:
+                    values[i] = encode(values[i])
+                changed.append(values)
+            rows = changed
+        await self._conn.run_many(sql, rows)
 
     async def flush(self) -> None:
         """Insert the rows added so far."""

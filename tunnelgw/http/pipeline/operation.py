@@ -127,7 +127,7 @@ class Operation:
                     bodies.check_echoes(body, scope.get("path_params", {}), self.echoes)
                 if self.takes_body:
                     kwargs["body"] = body
-            if self.faults and not scope.get(INTERNAL):
+            if self.faults and auth.caller().fault_rules and not scope.get(INTERNAL):
                 await faults.apply(auth.caller().account_id, self.spec_operation_id)
             return await self.handler(**kwargs)
 

@@ -1,4 +1,5 @@
-"""request journal: the API requests of each account while the admin API is on (issue 23)
+"""request journal: the API requests of each account while the admin API is on (issue 23);
+whether an account may have fault rules, so the others' requests do not read them
 
 Revision ID: 0016
 Revises: 0015
@@ -20,6 +21,14 @@ SEQ_TYPE = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("account", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("fault_rules", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
+    # Accounts that have rules already keep them applied.
+    op.execute(
+        "UPDATE account SET fault_rules = TRUE WHERE id IN (SELECT account_id FROM fault_rule)"
+    )
     op.create_table(
         "request_journal",
         sa.Column("seq", SEQ_TYPE, nullable=False, autoincrement=True),
@@ -48,3 +57,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("request_journal")
+    with op.batch_alter_table("account", schema=None) as batch_op:
+        batch_op.drop_column("fault_rules")
