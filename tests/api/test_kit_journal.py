@@ -75,11 +75,16 @@ def test_verify_in_a_child_pytest(kit, tmp_path):  # noqa: F811 - the fixture im
 
 
 def test_the_journal_keeps_the_newest_requests():
-    with TunnelgwServer(journal_max_entries=3) as server, server.client() as client:
-        for n in range(5):
+    # 20 kept: the server deletes the older ones once 2 more (a tenth) are written, and reads
+    # never show more than the newest 20 in between.
+    with TunnelgwServer(journal_max_entries=20) as server, server.client() as client:
+        for n in range(25):
             client.get("/api_keys", params={"limit": n + 1})
-        assert [r["query"] for r in server.requests()] == ["limit=3", "limit=4", "limit=5"]
-        assert server.request_count() == 3
+            kept = server.requests()
+            assert [r["query"] for r in kept] == [f"limit={k + 1}" for k in range(n + 1)][-20:]
+            assert server.request_count() == len(kept)
+        assert server.request_count(method="GET", since=kept[0]["at"]) == 20
+        assert [r["query"] for r in server.requests(limit=2)] == ["limit=24", "limit=25"]
         server.clear_requests()
         assert server.requests() == []
 
