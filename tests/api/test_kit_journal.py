@@ -4,10 +4,21 @@ failing verify), and a server whose journal keeps only a few requests."""
 
 from __future__ import annotations
 
+import os
 import textwrap
+
+import pytest
 
 from tests.api.test_testing_kit import kit  # noqa: F401 - the child pytest's interpreter
 from tunnelgw.testing import TunnelgwServer
+
+
+@pytest.fixture
+def engine_url() -> str | None:
+    """The suite's database (PostgreSQL's throwaway cluster, set by the session's engine
+    fixture), or None: a kit server's own SQLite."""
+    return os.environ.get("TUNNELGW_TEST_DATABASE_URL") or None
+
 
 JOURNAL_TESTS = """\
 import pytest
@@ -74,10 +85,11 @@ def test_verify_in_a_child_pytest(kit, tmp_path):  # noqa: F811 - the fixture im
     assert "1 matched, of 2 recorded" in report
 
 
-def test_the_journal_keeps_the_newest_requests():
+def test_the_journal_keeps_the_newest_requests(engine_url):
     # 20 kept: the server deletes the older ones once 2 more (a tenth) are written, and reads
     # never show more than the newest 20 in between.
-    with TunnelgwServer(journal_max_entries=20) as server, server.client() as client:
+    server = TunnelgwServer(database_url=engine_url, journal_max_entries=20)
+    with server, server.client() as client:
         for n in range(25):
             client.get("/api_keys", params={"limit": n + 1})
             kept = server.requests()
@@ -89,8 +101,9 @@ def test_the_journal_keeps_the_newest_requests():
         assert server.requests() == []
 
 
-def test_no_journal_when_it_keeps_nothing():
-    with TunnelgwServer(journal_max_entries=0) as server, server.client() as client:
+def test_no_journal_when_it_keeps_nothing(engine_url):
+    server = TunnelgwServer(database_url=engine_url, journal_max_entries=0)
+    with server, server.client() as client:
         client.get("/api_keys")
         assert server.requests() == []
 

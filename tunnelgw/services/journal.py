@@ -1,5 +1,6 @@
 """The request journal (the admin API's `/_admin/requests`): each API request of an account,
-recorded with its secret body fields redacted, kept newest first up to a bound per account.
+recorded with its secret body fields redacted; an account's newest entries are kept, up to a
+bound.
 
 A request's entry is committed before its response is sent, so a test that reads the journal
 after an answer finds the request in it, whichever worker served either. Entries are written
@@ -279,6 +280,8 @@ async def entries(
     unit: Unit, account_id: str, match: Match, limit: int, keep: int
 ) -> list[JournalEntry]:
     """The newest `limit` entries that match, oldest first, of the newest `keep`."""
+    if keep <= 0:
+        return []  # the journal records nothing
     start = await floor(unit, account_id, keep)
     found = await unit.exec(
         select(JournalEntry)
@@ -291,6 +294,8 @@ async def entries(
 
 async def count(unit: Unit, account_id: str, match: Match, keep: int) -> int:
     """How many of the newest `keep` entries match."""
+    if keep <= 0:
+        return 0
     start = await floor(unit, account_id, keep)
     found = await unit.exec(
         select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
