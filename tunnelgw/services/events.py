@@ -6,9 +6,10 @@ the account's subscriptions with that type as a source, recorded per destination
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlmodel import SQLModel, col
 
 from models import (
@@ -29,6 +30,7 @@ from models.ip_restriction import policies_of
 from models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.services import edges, faults
+from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
 from tunnelgw.storage.statements import Query
@@ -262,6 +264,54 @@ async def _deliver(unit: Unit, account_id: str, deliveries: list[EventDelivery])
 
 
 OBSERVER = EventObserver()
+
+
+class Filters:
+    """Which recorded deliveries of an account to read (each None: any)."""
+
+    __slots__ = ("destination_id", "since", "subscription_id", "type")
+
+    def __init__(
+        self,
+        type_: str | None = None,
+        destination_id: str | None = None,
+        subscription_id: str | None = None,
+        since: datetime | None = None,
+    ) -> None:
+        self.type = type_
+        self.destination_id = destination_id
+        self.subscription_id = subscription_id
+        self.since = since
+
+    def where(self, statement: Any, account_id: str) -> Any:
+        statement = statement.where(col(EventDelivery.account_id) == account_id)
+        if self.type is not None:
+            statement = statement.where(col(EventDelivery.event_type) == self.type)
+        if self.destination_id is not None:
+            statement = statement.where(col(EventDelivery.destination_id) == self.destination_id)
+        if self.subscription_id is not None:
+            statement = statement.where(
+                col(EventDelivery.subscription_id) == self.subscription_id
+            )
+        if self.since is not None:
+            statement = statement.where(col(EventDelivery.created_at) >= self.since)
+        return statement
+
+
+async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
+    """The account's deliveries matching `filters`, oldest first, at most `limit`."""
+    statement = filters.where(select(EventDelivery), account_id)
+    async with db.read() as unit:
+        rows = (await unit.exec(statement.order_by(col(EventDelivery.id)).limit(limit))).all()
+    return [row.to_api() for row in rows]
+
+
+async def count(account_id: str, filters: Filters) -> int:
+    """How many of the account's deliveries match `filters`."""
+    statement = filters.where(select(func.count()).select_from(EventDelivery), account_id)
+    async with db.read() as unit:
+        found: int = (await unit.exec(statement)).one()
+    return found
 
 
 def activate() -> Any:
