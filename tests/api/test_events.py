@@ -230,9 +230,13 @@ def test_since_filters_by_the_time_sent(admin):
     assert count(admin, since=later) == 0
     assert events(admin, since="2000-01-01T00:00:00+02:00") == events(admin)
     for bad in ("yesterday", "2030-13-01T00:00:00Z"):
-        body = assert_error(admin.get("/_admin/events", params={"since": bad}), 400, "ERR_INVALID_FIELD")
+        body = assert_error(
+            admin.get("/_admin/events", params={"since": bad}), 400, "ERR_INVALID_FIELD"
+        )
         assert body["details"]["field"] == "since"
-        assert_error(admin.get("/_admin/events/count", params={"since": bad}), 400, "ERR_INVALID_FIELD")
+        assert_error(
+            admin.get("/_admin/events/count", params={"since": bad}), 400, "ERR_INVALID_FIELD"
+        )
 
 
 def test_filters_are_checked(admin):
@@ -371,4 +375,3 @@ def test_events_admin_operations_are_for_admins(factory, admin):
     for path in ("/_admin/events", "/_admin/events/count"):
         assert_error(user.get(path), 403, "ERR_PERMISSION_DENIED")
         assert_error(admin.get(path, token=None), 401, "ERR_AUTHENTICATION_REQUIRED")
-
