@@ -223,9 +223,7 @@ def _check_delivery_rule(body: dict[str, Any]) -> str | None:
             )
         return None
     if body.get("status") is None:
-        raise ApiError(
-            Code.MISSING_FIELD, f"A rule on {DELIVER} needs a status.", field="status"
-        )
+        raise ApiError(Code.MISSING_FIELD, f"A rule on {DELIVER} needs a status.", field="status")
     if body.get("latency_ms"):
         raise ApiError(
             Code.INVALID_FIELD,

@@ -157,7 +157,7 @@ def test_a_rolled_back_unit_fires_nothing(admin, factory):
     subscribe(admin, ["api_key_created.v0"], [dest])
     account = admin.creds.account_id
 
-    class Refused(Exception):
+    class Refused(Exception):  # noqa: N818 - a refusal, not an error of the test
         pass
 
     def key() -> Any:
@@ -368,6 +368,24 @@ def test_a_fixtures_direct_rows_fire_nothing_and_its_api_items_do(admin):
     # The loader's temporary key and the tunnel row fire nothing.
     assert [item["event"]["event_type"] for item in sent] == ["http_response_backend_created.v0"]
     assert sent[0]["event"]["object"]["id"] == answer.json()["labels"]["b1"]
+
+
+def test_a_simulated_agents_tunnels_and_endpoints_fire(admin):
+    dest = destination(admin)
+    subscribe(admin, ["tunnel_created.v0", "endpoint_created.v0"], [dest])
+    token = admin.post("/credentials", json={}).json()["token"]
+    started = admin.post(
+        "/_admin/agent_sessions",
+        json={"authtoken": token, "endpoints": [{"url": "https://agent-events.internal"}]},
+    )
+    assert started.status_code == 201, started.text
+    sent = {item["event"]["event_type"]: item["event"]["object"] for item in events(admin)}
+    assert sent["tunnel_created.v0"]["id"] == started.json()["tunnels"][0]["id"]
+    assert sent["endpoint_created.v0"]["id"] == started.json()["endpoints"][0]["id"]
+    assert (
+        sent["endpoint_created.v0"]
+        == admin.get(f"/endpoints/{sent['endpoint_created.v0']['id']}").json()
+    )
 
 
 def test_events_admin_operations_are_for_admins(factory, admin):

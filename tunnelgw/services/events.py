@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, func, select
 from sqlmodel import SQLModel, col
@@ -184,7 +184,7 @@ async def _net(unit: Unit, changes: Changes) -> list[_Change]:
         if (model, id_) in seen:
             continue
         seen.add((model, id_))
-        parent = await unit.get(model, id_)
+        parent: Any = await unit.get(cast(type[Any], model), id_)
         if parent is not None:
             found.append(_Change(kind_of(parent) or "", UPDATED, parent, None))
     return found
@@ -290,9 +290,7 @@ class Filters:
         if self.destination_id is not None:
             statement = statement.where(col(EventDelivery.destination_id) == self.destination_id)
         if self.subscription_id is not None:
-            statement = statement.where(
-                col(EventDelivery.subscription_id) == self.subscription_id
-            )
+            statement = statement.where(col(EventDelivery.subscription_id) == self.subscription_id)
         if self.since is not None:
             statement = statement.where(col(EventDelivery.created_at) >= self.since)
         return statement

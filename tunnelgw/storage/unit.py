@@ -231,10 +231,13 @@ class Unit:
         key = records.primary_key(row)
         table = records.table_sql(row.__model__, self.dialect)
         watcher = self._observer
-        if watcher is not None and watcher.watches(row.__model__):
-            # Created here then deleted: nothing happened.
-            if self._created.pop((row.__model__, key), None) is None:
-                self._deleted.append((row, await watcher.deleting(self, row)))
+        # A row created here then deleted: nothing happened.
+        if (
+            watcher is not None
+            and watcher.watches(row.__model__)
+            and self._created.pop((row.__model__, key), None) is None
+        ):
+            self._deleted.append((row, await watcher.deleting(self, row)))
         await self._conn.run(table.delete, key)
         self._tracked.pop((row.__model__, key), None)
 
