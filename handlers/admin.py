@@ -243,7 +243,7 @@ def _event_filters(
     if since is not None:
         try:
             when = timefmt.parse_rfc3339(since).astimezone(UTC)
-        except ValueError:
+        except (ValueError, OverflowError):  # overflow: an offset past year 1 or 9999
             raise ApiError(
                 Code.INVALID_FIELD,
                 f"since {since[:64]!r} is not an RFC 3339 time (such as 2030-01-01T00:00:00Z).",

@@ -229,7 +229,7 @@ def test_since_filters_by_the_time_sent(admin):
     later = timefmt.rfc3339(timefmt.parse_rfc3339(sent) + timedelta(seconds=1))
     assert count(admin, since=later) == 0
     assert events(admin, since="2000-01-01T00:00:00+02:00") == events(admin)
-    for bad in ("yesterday", "2030-13-01T00:00:00Z"):
+    for bad in ("yesterday", "2030-13-01T00:00:00Z", "0001-01-01T00:00:00+23:59"):
         body = assert_error(
             admin.get("/_admin/events", params={"since": bad}), 400, "ERR_INVALID_FIELD"
         )
@@ -367,7 +367,8 @@ def test_a_fixtures_direct_rows_fire_nothing_and_its_api_items_do(admin):
     sent = events(admin)
     # The loader's temporary key and the tunnel row fire nothing.
     assert [item["event"]["event_type"] for item in sent] == ["http_response_backend_created.v0"]
-    assert sent[0]["event"]["object"]["id"] == answer.json()["labels"]["b1"]
+    backend = admin.get(f"/backends/http_response/{answer.json()['labels']['b1']}").json()
+    assert sent[0]["event"]["object"] == backend  # addresses of this server included
 
 
 def test_a_simulated_agents_tunnels_and_endpoints_fire(admin):
@@ -393,3 +394,32 @@ def test_events_admin_operations_are_for_admins(factory, admin):
     for path in ("/_admin/events", "/_admin/events/count"):
         assert_error(user.get(path), 403, "ERR_PERMISSION_DENIED")
         assert_error(admin.get(path, token=None), 401, "ERR_AUTHENTICATION_REQUIRED")
+
+
+@pytest.mark.inprocess  # renders in a unit on the app's database
+def test_an_https_edge_renders_with_its_routes(admin, factory):
+    """HTTPS edges and their routes come from fixtures (no API writes them), so no request
+    fires their events; their rendering is the API's all the same."""
+    from models import Edge
+    from tunnelgw.services import events as event_service
+    from tunnelgw.storage import db
+
+    document = {
+        "version": 1,
+        "edges": [{"ref": "e", "kind": "https"}],
+        "edge_routes": [{"ref": "r", "edge_id": "@e", "match": "/api"}],
+    }
+    answer = admin.post("/_admin/fixtures", json=document)
+    assert answer.status_code == 200, answer.text
+    edge_id = answer.json()["labels"]["e"]
+    shown = admin.get(f"/edges/https/{edge_id}").json()
+    assert len(shown["routes"]) == 1
+
+    async def render() -> Any:
+        from tunnelgw.core import urls
+
+        urls.set_base("http://testserver")
+        async with db.read() as unit:
+            return await event_service.render(unit, await unit.get(Edge, edge_id))
+
+    assert factory._run(render) == shown
