@@ -4,13 +4,20 @@ among their sources, in the change's transaction; `GET /_admin/events` reads the
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from models import EventDelivery
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
+from tunnelgw.storage.db import Database
+from tunnelgw.testing import TunnelgwServer
 
 KEYS = "/api_keys"
 KEY_TYPES = ["api_key_created.v0", "api_key_updated.v0", "api_key_deleted.v0"]
@@ -423,3 +430,32 @@ def test_an_https_edge_renders_with_its_routes(admin, factory):
             return await event_service.render(unit, await unit.get(Edge, edge_id))
 
     assert factory._run(render) == shown
+
+
+def test_kill_9_after_a_2xx_keeps_the_event(tmp_path):
+    """The event is in the change's transaction: once the create is answered, killing the
+    server at once (SIGKILL, no shutdown) loses nothing."""
+    url = os.environ.get("TUNNELGW_TEST_DATABASE_URL") or f"sqlite:///{tmp_path / 'kill.db'}"
+    with TunnelgwServer(database_url=url) as server:
+        with server.client() as client:
+            dest = destination(client)
+            subscribe(client, ["api_key_created.v0"], [dest])
+            made = client.post("/api_keys", json={})
+            assert made.status_code == 201
+        os.killpg(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while server.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        account = server.account_id
+
+    async def stored() -> list[Any]:
+        database = Database(url)
+        try:
+            async with database.read() as unit:
+                return await unit.select(EventDelivery, '"account_id" = ' + unit.mark, [account])
+        finally:
+            await database.dispose()
+
+    [row] = asyncio.run(stored())
+    assert row.event["object"]["id"] == made.json()["id"]
+    assert row.destination_id == dest
