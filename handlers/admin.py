@@ -245,9 +245,9 @@ def _event_filters(
             when = timefmt.parse_rfc3339(since).astimezone(UTC)
         except (ValueError, OverflowError):  # overflow: an offset past year 1 or 9999
             raise ApiError(
-                Code.INVALID_FIELD,
+                Code.INVALID_PARAMETER,
                 f"since {since[:64]!r} is not an RFC 3339 time (such as 2030-01-01T00:00:00Z).",
-                field="since",
+                param="since",
             ) from None
     return events.Filters(type, destination_id, subscription_id, when)
 

@@ -270,6 +270,22 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-operation-id = "admin.connect_agent"
 checks.positive_data_acceptance.enabled = false
+
+# A fault rule on event deliveries needs a status and no latency, and only such a rule names a
+# destination_id: conditions between fields the schema does not express (the handler names
+# the field in its 400; tests/api/test_events.py). A `since` can match its pattern and still
+# be no time (month 00, February 31): 400 ERR_INVALID_PARAMETER.
+[[operations]]
+include-operation-id = "admin.create_fault"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "admin.list_events"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "admin.count_events"
+checks.positive_data_acceptance.enabled = false
 """
 
 
