@@ -455,3 +455,24 @@ def test_kill_9_after_a_2xx_keeps_the_event(tmp_path):
     [row] = asyncio.run(stored())
     assert row.event["object"]["id"] == made.json()["id"]
     assert row.destination_id == dest
+
+
+def test_a_source_removed_is_its_subscriptions_update(admin):
+    dest = destination(admin)
+    sub = subscribe(admin, ["event_subscription_updated.v0", "ip_policy_created.v0"], [dest])
+    removed = admin.delete(f"/event_subscriptions/{sub}/sources/ip_policy_created.v0")
+    assert removed.status_code == 204
+    [update] = events(admin, type="event_subscription_updated.v0")
+    assert update["event"]["object"] == admin.get(f"/event_subscriptions/{sub}").json()
+    assert [s["type"] for s in update["event"]["object"]["sources"]] == [
+        "event_subscription_updated.v0"
+    ]
+
+
+def test_a_rule_that_seldom_hits_lets_deliveries_through(admin):
+    dest = destination(admin)
+    subscribe(admin, ["api_key_created.v0"], [dest])
+    rule = {"operation": "event_destinations.deliver", "status": 500, "probability": 1e-12}
+    assert admin.post("/_admin/faults", json=rule).status_code == 201
+    admin.post(KEYS, json={})
+    assert [item["outcome"] for item in events(admin)] == ["delivered"]
