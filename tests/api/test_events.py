@@ -376,7 +376,12 @@ def test_a_fixtures_direct_rows_fire_nothing_and_its_api_items_do(admin):
 
 def test_a_simulated_agents_tunnels_and_endpoints_fire(admin):
     dest = destination(admin)
-    subscribe(admin, ["tunnel_created.v0", "endpoint_created.v0"], [dest])
+    types = [
+        f"{kind}_{action}.v0"
+        for kind in ("tunnel", "endpoint")
+        for action in ("created", "deleted")
+    ]
+    subscribe(admin, types, [dest])
     token = admin.post("/credentials", json={}).json()["token"]
     started = admin.post(
         "/_admin/agent_sessions",
@@ -390,6 +395,18 @@ def test_a_simulated_agents_tunnels_and_endpoints_fire(admin):
         sent["endpoint_created.v0"]
         == admin.get(f"/endpoints/{sent['endpoint_created.v0']['id']}").json()
     )
+    # The agent goes away: its endpoints and tunnels go, each firing its deletion.
+    session = started.json()["tunnel_session"]["id"]
+    assert admin.delete(f"/_admin/agent_sessions/{session}").status_code == 204
+    gone = [
+        item["event"]
+        for item in events(admin)
+        if item["event"]["event_type"].endswith("_deleted.v0")
+    ]
+    assert [(e["event_type"], e["object"]["id"]) for e in gone] == [
+        ("endpoint_deleted.v0", sent["endpoint_created.v0"]["id"]),
+        ("tunnel_deleted.v0", sent["tunnel_created.v0"]["id"]),
+    ]
 
 
 def test_events_admin_operations_are_for_admins(factory, admin):
