@@ -11,12 +11,13 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlmodel import col
 
-from models import Account, FaultRule, TunnelSession
+from models import Account, EventDestination, FaultRule, TunnelSession
+from models.fault_rule import DELIVER
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import agents, auth, crud, faults, journal, quotas
+from tunnelgw.services import agents, auth, crud, events, faults, journal, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -135,7 +136,12 @@ def _check_year(real: datetime, offset: int, field: str) -> None:
 async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = _admin()
+    destination_id = _check_delivery_rule(body)
     async with db.write() as unit:
+        if destination_id is not None:
+            await crud.get_reference(
+                unit, EventDestination, caller, destination_id, "destination_id"
+            )
         # The same count and lock as the quotas of the API's resources, with a fixed limit.
         await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
         account = await unit.get(Account, caller.account_id, lock=True)
@@ -145,6 +151,7 @@ async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
             id=ids.new_id(FaultRule.PREFIX),
             account_id=caller.account_id,
             operation=body["operation"],
+            destination_id=destination_id,
             status=body.get("status"),
             latency_ms=body.get("latency_ms") or 0,
             probability=float(body.get("probability", 1.0)),
@@ -206,7 +213,80 @@ async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spe
     return None, 204
 
 
-# --- the request journal -----------------------------------------------------------------
+# --- events -------------------------------------------------------------------------------
+
+
+def _check_delivery_rule(body: dict[str, Any]) -> str | None:
+    """A fault rule on event deliveries fails them (a status, no latency) and may name one
+    destination; a rule on an operation names none. The destination named, or None."""
+    destination_id: str | None = body.get("destination_id")
+    if body["operation"] != DELIVER:
+        if destination_id is not None:
+            raise ApiError(
+                Code.INVALID_FIELD,
+                f"destination_id is for rules on {DELIVER} only.",
+                field="destination_id",
+            )
+        return None
+    if body.get("status") is None:
+        raise ApiError(Code.MISSING_FIELD, f"A rule on {DELIVER} needs a status.", field="status")
+    if body.get("latency_ms"):
+        raise ApiError(
+            Code.INVALID_FIELD,
+            f"A rule on {DELIVER} has no latency (deliveries do not delay the change).",
+            field="latency_ms",
+        )
+    return destination_id
+
+
+def _event_filters(
+    type: str | None,  # noqa: A002 - the spec's parameter name
+    destination_id: str | None,
+    subscription_id: str | None,
+    since: str | None,
+) -> events.Filters:
+    return events.Filters(type, destination_id, subscription_id, _since(since))
+
+
+async def list_events(
+    type: str | None = None,  # noqa: A002 - the spec's parameter name
+    destination_id: str | None = None,
+    subscription_id: str | None = None,
+    since: str | None = None,
+    limit: int = 1000,
+) -> dict[str, Any]:
+    caller = _admin()
+    filters = _event_filters(type, destination_id, subscription_id, since)
+    return {"events": await events.recorded(caller.account_id, filters, limit)}
+
+
+async def count_events(
+    type: str | None = None,  # noqa: A002 - the spec's parameter name
+    destination_id: str | None = None,
+    subscription_id: str | None = None,
+    since: str | None = None,
+) -> dict[str, Any]:
+    caller = _admin()
+    filters = _event_filters(type, destination_id, subscription_id, since)
+    return {"count": await events.count(caller.account_id, filters)}
+
+
+# --- the records of the account: its request journal and its events ---------------------
+
+
+def _since(since: str | None) -> datetime | None:
+    """The `since` filter of the journal's and the events' reads (RFC 3339), or None."""
+    if since is None:
+        return None
+    try:
+        return timefmt.parse_rfc3339(since).astimezone(UTC)
+    except (ValueError, OverflowError):  # overflow: an offset past year 1 or 9999
+        raise ApiError(
+            Code.INVALID_PARAMETER,
+            f"since {since[:64]!r} is not an RFC 3339 time (such as 2030-01-01T00:00:00Z; "
+            "an offset is -23:59 to +23:59).",
+            param="since",
+        ) from None
 
 
 def _journal_match(
@@ -217,18 +297,7 @@ def _journal_match(
     error_code: str | None,
     since: str | None,
 ) -> journal.Match:
-    when = None
-    if since is not None:
-        try:
-            when = timefmt.parse_rfc3339(since).astimezone(UTC)
-        except ValueError:
-            raise ApiError(
-                Code.INVALID_PARAMETER,
-                f"since {since[:64]!r} is not an RFC 3339 time (such as "
-                "2030-01-01T00:00:00Z; an offset is -23:59 to +23:59).",
-                param="since",
-            ) from None
-    return journal.Match(operation, method, path_prefix, status, error_code, when)
+    return journal.Match(operation, method, path_prefix, status, error_code, _since(since))
 
 
 async def list_requests(

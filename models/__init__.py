@@ -12,6 +12,7 @@ from models.edge import Edge
 from models.edge_route import EdgeRoute
 from models.endpoint import Endpoint
 from models.endpoint_configuration import EndpointConfiguration
+from models.event_delivery import EventDelivery
 from models.event_destination import EventDestination
 from models.event_source import EventSource
 from models.event_subscription import EventSubscription, EventSubscriptionDestination
@@ -53,6 +54,7 @@ __all__ = [
     "EdgeRoute",
     "Endpoint",
     "EndpointConfiguration",
+    "EventDelivery",
     "EventDestination",
     "EventSource",
     "EventSubscription",

@@ -19,6 +19,7 @@ class AgentIngress(DescribedResource, CertManaged, table=True):
         Index("ux_agent_ingress_domain", "domain", unique=True),
     )
     PREFIX: ClassVar[str] = "agin"
+    EVENT_KIND: ClassVar[str | None] = "agent_ingress"
     PATH: ClassVar[str] = "/agent_ingresses"
 
     domain: str = Field(sa_type=String(253))  # lower case

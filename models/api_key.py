@@ -14,6 +14,7 @@ class ApiKey(DescribedResource, Owned, table=True):
     __tablename__ = "api_key"
     __table_args__ = (Index("ix_api_key_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ak"
+    EVENT_KIND: ClassVar[str | None] = "api_key"
     PATH: ClassVar[str] = "/api_keys"
 
     token_hash: str = Field(max_length=64, unique=True)

@@ -75,6 +75,7 @@ class ApplicationSession(AccountScoped, table=True):
         Index("ix_application_session_application_user_id", "application_user_id"),
     )
     PREFIX: ClassVar[str] = "appses"
+    EVENT_KIND: ClassVar[str | None] = "application_session"
     PATH: ClassVar[str] = "/app/sessions"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -17,6 +17,7 @@ class ApplicationUser(AccountScoped, table=True):
     __tablename__ = "application_user"
     __table_args__ = (Index("ix_application_user_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "appusr"
+    EVENT_KIND: ClassVar[str | None] = "application_user"
     PATH: ClassVar[str] = "/app/users"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -50,6 +50,9 @@ class AccountScoped(Row):
     # clock, no other rows, no per-request state): list pages then reuse each item's validated
     # JSON while its row is unchanged (tunnelgw.services.rendercache).
     CACHED_RENDERING: ClassVar[bool] = False
+    # The kind in the event type catalog (`<kind>_created.v0`, ...) whose events a change of
+    # a row fires (tunnelgw.services.events); None: its changes fire none.
+    EVENT_KIND: ClassVar[str | None] = None
 
     id: str = id_field(primary_key=True)
     account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")

@@ -15,6 +15,7 @@ class CertificateAuthority(DescribedResource, table=True):
     __tablename__ = "certificate_authority"
     __table_args__ = (Index("ix_certificate_authority_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ca"
+    EVENT_KIND: ClassVar[str | None] = "certificate_authority"
     PATH: ClassVar[str] = "/certificate_authorities"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

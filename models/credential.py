@@ -16,6 +16,7 @@ class Credential(DescribedResource, Owned, table=True):
     __tablename__ = "credential"
     __table_args__ = (Index("ix_credential_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "cr"
+    EVENT_KIND: ClassVar[str | None] = "credential"
     PATH: ClassVar[str] = "/credentials"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api() without a token: the row and base URL
 

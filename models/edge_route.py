@@ -37,6 +37,7 @@ class EdgeRoute(DescribedResource, table=True):
         Index("ix_edge_route_backend_id", "backend_id"),
     )
     PREFIX: ClassVar[str] = "edghtsrt"
+    EVENT_KIND: ClassVar[str | None] = "https_edge_route"
     PATH: ClassVar[str] = "/edges/https"
 
     edge_id: str = id_field()

@@ -20,6 +20,7 @@ class Endpoint(AccountScoped, table=True):
     __tablename__ = "endpoint"
     __table_args__ = (Index("ix_endpoint_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ep"
+    EVENT_KIND: ClassVar[str | None] = "endpoint"
     PATH: ClassVar[str] = "/endpoints"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

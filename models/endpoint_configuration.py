@@ -14,6 +14,7 @@ class EndpointConfiguration(DescribedResource, table=True):
     __tablename__ = "endpoint_configuration"
     __table_args__ = (Index("ix_endpoint_configuration_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ec"
+    EVENT_KIND: ClassVar[str | None] = "endpoint_configuration"
     PATH: ClassVar[str] = "/endpoint_configurations"
 
     type: str = Field(default="https", sa_type=String(8))  # http or https

@@ -17,6 +17,7 @@ class EventDestination(DescribedResource, table=True):
     __tablename__ = "event_destination"
     __table_args__ = (Index("ix_event_destination_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ed"
+    EVENT_KIND: ClassVar[str | None] = "event_destination"
     PATH: ClassVar[str] = "/event_destinations"
 
     format: str = Field(default="json", sa_type=String(16))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, select
+from sqlalchemy import Index, String, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, Row, id_field
@@ -21,6 +21,8 @@ def sources_path(subscription_id: str) -> str:
 
 class EventSource(Row, table=True):
     __tablename__ = "event_source"
+    # The subscriptions of an account that a change's event type reaches (services.events).
+    __table_args__ = (Index("ix_event_source_account_id_type", "account_id", "type"),)
 
     subscription_id: str = id_field(
         primary_key=True, foreign_key="event_subscription.id", ondelete="CASCADE"

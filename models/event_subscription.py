@@ -18,6 +18,7 @@ class EventSubscription(DescribedResource, table=True):
     __tablename__ = "event_subscription"
     __table_args__ = (Index("ix_event_subscription_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "esb"
+    EVENT_KIND: ClassVar[str | None] = "event_subscription"
     PATH: ClassVar[str] = "/event_subscriptions"
 
     def to_api(

@@ -1,5 +1,6 @@
 """Fault rules of the admin API (`/_admin/faults`): errors and latency injected into one
-operation's requests of an account, for testing clients' retry logic."""
+operation's requests of an account, or failures into its event deliveries, for testing
+clients' retry logic."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String
 from sqlmodel import Field
 
-from models.base import AccountScoped
+from models.base import ID_TYPE, AccountScoped
+
+# The pseudo-operation of a rule that fails event deliveries instead of requests.
+DELIVER = "event_destinations.deliver"
 
 
 class FaultRule(AccountScoped, table=True):
@@ -17,7 +21,9 @@ class FaultRule(AccountScoped, table=True):
     PATH: ClassVar[str] = "/_admin/faults"
     __table_args__ = (Index("ix_fault_rule_account_operation", "account_id", "operation"),)
 
-    operation: str = Field(sa_type=String(128))  # an operationId of the spec
+    operation: str = Field(sa_type=String(128))  # an operationId of the spec, or DELIVER
+    # A DELIVER rule's event destination (None: every destination of the account).
+    destination_id: str | None = Field(default=None, sa_type=ID_TYPE)
     status: int | None = None  # the error to answer, or None (latency only)
     latency_ms: int = 0
     probability: float = 1.0
@@ -28,6 +34,7 @@ class FaultRule(AccountScoped, table=True):
             "id": self.id,
             "created_at": self.api_time("created_at"),
             "operation": self.operation,
+            "destination_id": self.destination_id,
             "status": self.status,
             "latency_ms": self.latency_ms,
             "probability": self.probability,

@@ -14,6 +14,7 @@ class HttpResponseBackend(DescribedResource, table=True):
     __tablename__ = "http_response_backend"
     __table_args__ = (Index("ix_http_response_backend_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "bkdhr"
+    EVENT_KIND: ClassVar[str | None] = "http_response_backend"
     PATH: ClassVar[str] = "/backends/http_response"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

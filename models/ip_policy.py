@@ -14,6 +14,7 @@ class IpPolicy(DescribedResource, table=True):
     __tablename__ = "ip_policy"
     __table_args__ = (Index("ix_ip_policy_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ipp"
+    EVENT_KIND: ClassVar[str | None] = "ip_policy"
     PATH: ClassVar[str] = "/ip_policies"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

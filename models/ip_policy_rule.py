@@ -17,6 +17,7 @@ class IpPolicyRule(DescribedResource, table=True):
     __tablename__ = "ip_policy_rule"
     __table_args__ = (Index("ix_ip_policy_rule_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ipx"
+    EVENT_KIND: ClassVar[str | None] = "ip_policy_rule"
     PATH: ClassVar[str] = "/ip_policy_rules"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

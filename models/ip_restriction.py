@@ -24,6 +24,7 @@ class IpRestriction(DescribedResource, table=True):
     __tablename__ = "ip_restriction"
     __table_args__ = (Index("ix_ip_restriction_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "ipr"
+    EVENT_KIND: ClassVar[str | None] = "ip_restriction"
     PATH: ClassVar[str] = "/ip_restrictions"
 
     type: str = Field(sa_type=String(16))

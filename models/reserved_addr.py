@@ -22,6 +22,7 @@ class ReservedAddr(DescribedResource, table=True):
         Index("ux_reserved_addr_host_port", "host", "port", unique=True),
     )
     PREFIX: ClassVar[str] = "ra"
+    EVENT_KIND: ClassVar[str | None] = "reserved_addr"
     PATH: ClassVar[str] = "/reserved_addrs"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -25,6 +25,7 @@ class ReservedDomain(DescribedResource, CertManaged, table=True):
         Index("ix_reserved_domain_certificate_id", "certificate_id"),
     )
     PREFIX: ClassVar[str] = "rd"
+    EVENT_KIND: ClassVar[str | None] = "reserved_domain"
     PATH: ClassVar[str] = "/reserved_domains"
 
     domain: str = Field(sa_type=String(253))  # lower case

@@ -14,6 +14,7 @@ class SshCertificateAuthority(DescribedResource, table=True):
     __tablename__ = "ssh_certificate_authority"
     __table_args__ = (Index("ix_ssh_certificate_authority_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "sshca"
+    EVENT_KIND: ClassVar[str | None] = "ssh_certificate_authority"
     PATH: ClassVar[str] = "/ssh_certificate_authorities"
 
     public_key: str = Field(sa_type=Text)

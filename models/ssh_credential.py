@@ -16,6 +16,7 @@ class SshCredential(DescribedResource, Owned, table=True):
     __tablename__ = "ssh_credential"
     __table_args__ = (Index("ix_ssh_credential_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "sshcr"
+    EVENT_KIND: ClassVar[str | None] = "ssh_credential"
     PATH: ClassVar[str] = "/ssh_credentials"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -25,6 +25,7 @@ class SshHostCertificate(DescribedResource, table=True):
         ),
     )
     PREFIX: ClassVar[str] = "shcrt"
+    EVENT_KIND: ClassVar[str | None] = "ssh_host_certificate"
     PATH: ClassVar[str] = "/ssh_host_certificates"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -25,6 +25,7 @@ class SshUserCertificate(DescribedResource, table=True):
         ),
     )
     PREFIX: ClassVar[str] = "sucrt"
+    EVENT_KIND: ClassVar[str | None] = "ssh_user_certificate"
     PATH: ClassVar[str] = "/ssh_user_certificates"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -24,6 +24,7 @@ class TlsCertificate(DescribedResource, table=True):
     __tablename__ = "tls_certificate"
     __table_args__ = (Index("ix_tls_certificate_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "cert"
+    EVENT_KIND: ClassVar[str | None] = "tls_certificate"
     PATH: ClassVar[str] = "/tls_certificates"
 
     # The chain as stored (re-encoded PEM, leaf first); the other columns are the leaf's.

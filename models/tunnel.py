@@ -19,6 +19,7 @@ class Tunnel(DescribedResource, table=True):
     __tablename__ = "tunnel"
     __table_args__ = (Index("ix_tunnel_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "tn"
+    EVENT_KIND: ClassVar[str | None] = "tunnel"
     PATH: ClassVar[str] = "/tunnels"
 
     # `description` (of DescribedResource) is kept for fixture files; the API shows none.

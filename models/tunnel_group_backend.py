@@ -20,6 +20,7 @@ class TunnelGroupBackend(DescribedResource, table=True):
     __tablename__ = "tunnel_group_backend"
     __table_args__ = (Index("ix_tunnel_group_backend_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "bkdtg"
+    EVENT_KIND: ClassVar[str | None] = "tunnel_group_backend"
     PATH: ClassVar[str] = "/backends/tunnel_group"
 
     labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)

@@ -21,6 +21,7 @@ class Vault(DescribedResource, table=True):
         UniqueConstraint("account_id", "name", name="uq_vault_account_id_name"),
     )
     PREFIX: ClassVar[str] = "vault"
+    EVENT_KIND: ClassVar[str | None] = "vault"
     PATH: ClassVar[str] = "/vaults"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -36,6 +36,7 @@ class VaultSecret(DescribedResource, table=True):
         Index("ix_vault_secret_vault_id_id", "vault_id", "id"),
     )
     PREFIX: ClassVar[str] = "secret"
+    EVENT_KIND: ClassVar[str | None] = "secret"
     PATH: ClassVar[str] = "/vault_secrets"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 

@@ -840,3 +840,118 @@ def test_the_documented_example_passes(kit, tmp_path):
     report = done.stdout + done.stderr
     assert done.returncode == 0, report
     assert "4 passed" in report, report
+
+
+# --- events (issue 23) ----------------------------------------------------------------------
+
+
+def test_event_calls_follow_the_interface():
+    item = {"id": "evd_1", "outcome": "delivered", "event": {"event_type": "api_key_created.v0"}}
+    rule = {"id": "flt_1", "operation": "event_destinations.deliver", "status": 503}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        match request.method, request.url.path:
+            case "GET", "/_admin/events":
+                return httpx.Response(200, json={"events": [item]})
+            case "GET", "/_admin/events/count":
+                return httpx.Response(200, json={"count": 1})
+            case "POST", "/_admin/faults":
+                return httpx.Response(201, json=rule)
+        return httpx.Response(404, json={"error_code": "ERR_ROUTE_NOT_FOUND", "msg": "No."})
+
+    seen: list[str] = []
+
+    def recorded(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.raw_path.decode())
+        return answer(request)
+
+    server, bodies = _mocked(recorded)
+    assert server.events() == [item]
+    assert server.events(type="api_key_created.v0", destination_id="ed_1", limit=5) == [item]
+    since = datetime(2030, 1, 1)
+    assert server.events(subscription_id="esb_1", since=since) == [item]
+    assert server.count_events(type="api_key_created.v0", since="2030-01-01T00:00:00Z") == 1
+    assert server.fail_deliveries() == rule
+    server.fail_deliveries(500, destination_id="ed_1", count=2, probability=0.5)
+    assert seen == [
+        "/_admin/events",
+        "/_admin/events?type=api_key_created.v0&destination_id=ed_1&limit=5",
+        "/_admin/events?subscription_id=esb_1&since=2030-01-01T00%3A00%3A00Z",
+        "/_admin/events/count?type=api_key_created.v0&since=2030-01-01T00%3A00%3A00Z",
+        "/_admin/faults",
+        "/_admin/faults",
+    ]
+    assert [body for _, _, body in bodies[-2:]] == [
+        {"operation": "event_destinations.deliver", "status": 503},
+        {
+            "operation": "event_destinations.deliver",
+            "status": 500,
+            "destination_id": "ed_1",
+            "count": 2,
+            "probability": 0.5,
+        },
+    ]
+    server.stop()
+
+
+EVENT_TESTS = """\
+import pytest
+
+
+def _subscribe(client, *types):
+    destination = client.post(
+        "/event_destinations", json={"target": {"datadog": {"api_key": "dd-kit"}}}
+    ).json()["id"]
+    client.post(
+        "/event_subscriptions",
+        json={"sources": [{"type": t} for t in types], "destination_ids": [destination]},
+    )
+    return destination
+
+
+def test_a_created_key_fires_its_event(tunnelgw):
+    with tunnelgw.client() as client:
+        destination = _subscribe(client, "api_key_created.v0")
+        key = client.post("/api_keys", json={"description": "ci"}).json()
+    [sent] = tunnelgw.events(type="api_key_created.v0", destination_id=destination)
+    assert sent["outcome"] == "delivered"
+    assert sent["event"]["event_id"].startswith("ev_")
+    assert sent["event"]["object"] == {**key, "token": None}
+    assert tunnelgw.count_events() == 1
+
+
+def test_a_refused_change_fires_nothing(tunnelgw):
+    assert tunnelgw.events() == []  # reset between tests
+    with tunnelgw.client() as client:
+        _subscribe(client, "ip_restriction_created.v0")
+        policy = client.post("/ip_policies", json={}).json()["id"]
+        client.delete(f"/ip_policies/{policy}")
+        refused = client.post(
+            "/ip_restrictions", json={"type": "dashboard", "ip_policy_ids": [policy]}
+        )
+        assert refused.status_code == 404
+    assert tunnelgw.events() == []
+
+
+def test_a_failing_destination(tunnelgw):
+    with tunnelgw.client() as client:
+        destination = _subscribe(client, "api_key_created.v0")
+        tunnelgw.fail_deliveries(503, destination_id=destination, count=1)
+        assert client.post("/api_keys", json={}).status_code == 201
+        assert client.post("/api_keys", json={}).status_code == 201
+    first, second = tunnelgw.events()
+    assert (first["outcome"], first["error"]["status_code"]) == ("failed", 503)
+    assert second["outcome"] == "delivered"
+"""
+
+
+@needs_admin_api
+def test_plugin_events(kit, tmp_path):
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (folder / "test_events.py").write_text(EVENT_TESTS)
+    done = kit.pytest(folder)
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    assert "3 passed" in report, report

@@ -270,6 +270,22 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-operation-id = "admin.connect_agent"
 checks.positive_data_acceptance.enabled = false
+
+# A fault rule on event deliveries needs a status and no latency, and only such a rule names a
+# destination_id: conditions between fields the schema does not express (the handler names
+# the field in its 400; tests/api/test_events.py). A `since` can match its pattern and still
+# be no time (month 00, February 31): 400 ERR_INVALID_PARAMETER.
+[[operations]]
+include-operation-id = "admin.create_fault"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "admin.list_events"
+checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "admin.count_events"
+checks.positive_data_acceptance.enabled = false
 """
 
 
@@ -303,4 +319,4 @@ def test_schemathesis_admin_api(
         )
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-        assert "Selected: 12/" in result.stdout, result.stdout[-3000:]
+        assert "Selected: 14/" in result.stdout, result.stdout[-3000:]

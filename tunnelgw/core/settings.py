@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     quota_default: int = Field(default=10000, ge=0, le=1_000_000_000)
     quotas: str = "reserved_addr=1000"
 
+    # Event deliveries kept per account (tunnelgw.services.events): past it the oldest go.
+    event_deliveries_max: int = Field(default=1000, ge=1, le=1_000_000)
+
     # Deterministic runs (docs/fixtures.md): repeatable ids and tokens from this seed, per
     # process (tunnelgw.core.ids); `serve` refuses it with several workers.
     id_seed: str | None = None

@@ -3,7 +3,8 @@ state the layers below read for the current request.
 
 An app made by `tunnelgw.http.app.create_app` holds an `AppState`; its request middleware
 activates it at the start of every request. Each lower layer owns the context variable of its
-part (`settings.current()`, `db.current()`, `keys.current()`), so nothing below the HTTP layer
+part (`settings.current()`, `db.current()`, `keys.current()`, the write units' change
+observer: tunnelgw.services.events), so nothing below the HTTP layer
 looks the app up. Outside a request (the CLI, scripts) they fall back to the process defaults
 (`settings.use`, `db.init`, `keys.init`). So several apps can live in one process (the fixture
 loader's, a test's), and none installs anything process-wide.
@@ -17,6 +18,7 @@ from typing import Any
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
+from tunnelgw.services import events
 from tunnelgw.storage import db
 from tunnelgw.storage.db import Database
 
@@ -25,6 +27,7 @@ Tokens = tuple[
     Token[Settings | None],
     Token[Database | None],
     Token[keys.Kek | None],
+    Any,
 ]
 
 
@@ -46,11 +49,13 @@ class AppState:
             settings_module.activate(self.settings),
             db.activate(self.database),
             keys.activate(self.kek),
+            events.activate(),  # the write units of requests fire events
         )
 
     @staticmethod
     def deactivate(tokens: Tokens) -> None:
-        state_token, settings_token, database_token, kek_token = tokens
+        state_token, settings_token, database_token, kek_token, events_token = tokens
+        events.deactivate(events_token)
         keys.deactivate(kek_token)
         db.deactivate(database_token)
         settings_module.deactivate(settings_token)

@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, delete
-from sqlmodel import col
+from sqlalchemy import bindparam
 
 from models import Credential, Endpoint, Principal, Tunnel
 from models.tunnel_group_member import partners_of, regroup_account
@@ -254,16 +253,13 @@ def _denied(credential: Credential, index: int, what: str) -> ApiError:
     )
 
 
-_END_ENDPOINTS = Query(
-    delete(Endpoint).where(col(Endpoint.tunnel_session_id) == bindparam("session_id"))
-)
-_END_TUNNELS = Query(delete(Tunnel).where(col(Tunnel.tunnel_session_id) == bindparam("session_id")))
-
-
 async def end(unit: Unit, session: TunnelSession) -> None:
-    """Remove the session with its tunnels and endpoints, as when its agent goes away."""
-    await unit.exec(_END_ENDPOINTS, {"session_id": session.id})
-    await unit.exec(_END_TUNNELS, {"session_id": session.id})
+    """Remove the session with its tunnels and endpoints, as when its agent goes away: one
+    row at a time, so each fires its deleted event (tunnelgw.services.events)."""
+    condition = f'"tunnel_session_id" = {unit.mark}'
+    for model in (Endpoint, Tunnel):
+        for row in await unit.select(model, condition, [session.id]):
+            await unit.delete(row)
     await unit.delete(session)
 
 

@@ -6,21 +6,28 @@ Rules live in the database (`fault_rule`), so every worker applies and counts do
 rules. The pipeline asks `apply` only while the admin API is on, after a request passed its
 checks and before its handler runs; a rule that hits with a status ends the request there,
 so nothing of the operation is done.
+
+A rule for the pseudo-operation `event_destinations.deliver` (optionally of one destination)
+fails event deliveries instead (tunnelgw.services.events): the delivery is recorded as failed
+with the rule's status; the change that fired the event still succeeds.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlmodel import col
 
 from models import FaultRule
+from models.fault_rule import DELIVER
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 MAX_RULES = 100
 STATUS_CODES = {429: Code.RATE_LIMITED, 500: Code.INTERNAL, 503: Code.SERVICE_UNAVAILABLE}
@@ -69,7 +76,36 @@ async def apply(account_id: str, operation_id: str) -> None:
 
 async def _take(rule_id: str) -> bool:
     async with db.write() as unit:
-        taken = (await unit.exec(_TAKE, {"rule": rule_id})).rowcount == 1
-        if taken:
-            await unit.exec(_SPENT, {"rule": rule_id})
+        return await _take_in(unit, rule_id)
+
+
+async def _take_in(unit: Unit, rule_id: str) -> bool:
+    taken = (await unit.exec(_TAKE, {"rule": rule_id})).rowcount == 1
+    if taken:
+        await unit.exec(_SPENT, {"rule": rule_id})
     return taken
+
+
+async def delivery_rules(unit: Unit, account_id: str) -> list[FaultRule]:
+    """The account's rules that fail event deliveries, in creation order."""
+    return list((await unit.exec(_RULES, {"account": account_id, "operation": DELIVER})).all())
+
+
+async def fail_delivery(
+    unit: Unit, rules: list[FaultRule], destination_id: str
+) -> dict[str, Any] | None:
+    """The error of the first of `rules` that hits a delivery to `destination_id` (its hit
+    taken in `unit`, the transaction of the change that fired the event), or None."""
+    for rule in rules:
+        if rule.destination_id not in (None, destination_id) or rule.status is None:
+            continue
+        if rule.probability < 1 and ids.random_source("faults").random() >= rule.probability:
+            continue
+        if rule.remaining is not None and not await _take_in(unit, rule.id):
+            continue  # its last hit is taken
+        return {
+            "status_code": rule.status,
+            "error_code": STATUS_CODES[rule.status].error_code,
+            "rule": rule.id,
+        }
+    return None

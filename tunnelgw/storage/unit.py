@@ -1,10 +1,13 @@
 """A unit of work: the statements of one read or one transaction, on one connection. A write
-unit tracks the rows it loads or adds and writes what changed at commit."""
+unit tracks the rows it loads or adds and writes what changed at commit, telling the change
+observer of its context (`observing`) what it created, updated and deleted."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.sql import ClauseElement
 
@@ -21,6 +24,68 @@ _LOCKS = {False: "", True: " FOR UPDATE", "share": " FOR SHARE"}
 Lock = bool | str
 
 
+class Changes:
+    """What a write unit changed through its own methods, net: a row created then updated is
+    created, one created then deleted is nothing. `deleted` holds each deleted row with what
+    the observer's `deleting` returned for it (taken before the row went)."""
+
+    __slots__ = ("created", "deleted", "updated")
+
+    def __init__(
+        self, created: list[Record], updated: list[Record], deleted: list[tuple[Record, Any]]
+    ) -> None:
+        self.created = created
+        self.updated = updated
+        self.deleted = deleted
+
+
+class ChangeObserver(Protocol):
+    """Told of a write unit's changes, in the unit's transaction (a higher layer implements
+    it: the events that changes fire). Rows changed by statements (`Unit.exec`: bulk or
+    cascading deletes) are not seen."""
+
+    def watches(self, model: type) -> bool:
+        """Whether rows of `model` matter (others are not tracked for it)."""
+        ...
+
+    async def deleting(self, unit: Unit, row: Record) -> Any:
+        """Called before `row` is deleted (its related rows still there); the result is kept
+        with the row in `Changes.deleted`."""
+        ...
+
+    async def changed(self, unit: Unit, changes: Changes) -> None:
+        """Called once before commit, after every change was written; may add rows."""
+        ...
+
+
+# The observer of the write units started in this context (set per request by the HTTP layer;
+# None: changes are seen by nobody, e.g. rows a fixture writes directly).
+_observer: ContextVar[ChangeObserver | None] = ContextVar("tunnelgw_change_observer", default=None)
+
+
+def observer() -> ChangeObserver | None:
+    return _observer.get()
+
+
+@contextlib.contextmanager
+def observing(watcher: ChangeObserver | None) -> Iterator[None]:
+    """Make `watcher` the observer of the write units started inside (None: unobserved)."""
+    token = _observer.set(watcher)
+    try:
+        yield
+    finally:
+        _observer.reset(token)
+
+
+def set_observer(watcher: ChangeObserver | None) -> Any:
+    """Make `watcher` the observer for this task (a request); the token resets it."""
+    return _observer.set(watcher)
+
+
+def reset_observer(token: Any) -> None:
+    _observer.reset(token)
+
+
 class Unit:
     """The statements of one unit of work, on one connection (see the module docstring).
 
@@ -29,7 +94,17 @@ class Unit:
     list or dict to a JSON column rather than changing it in place).
     """
 
-    __slots__ = ("_conn", "_encode", "_pending", "_tracked", "dialect", "writes")
+    __slots__ = (
+        "_conn",
+        "_created",
+        "_deleted",
+        "_encode",
+        "_observer",
+        "_pending",
+        "_tracked",
+        "dialect",
+        "writes",
+    )
 
     def __init__(self, conn: Any, dialect: str, *, writes: bool) -> None:
         self._conn = conn
@@ -38,6 +113,10 @@ class Unit:
         self._encode = records.encode_sqlite if dialect == "sqlite" else records.encode_pg
         self._pending: list[Record] = []
         self._tracked: dict[tuple[type, tuple[Any, ...]], tuple[Record, tuple[Any, ...]]] = {}
+        # Only a write unit with an observer keeps what it created and deleted.
+        self._observer = _observer.get() if writes else None
+        self._created: dict[tuple[type, tuple[Any, ...]], Record] = {}
+        self._deleted: list[tuple[Record, Any]] = []
 
     async def get(self, model: type[T], key: Any, *, lock: Lock = False) -> T | None:
         """The row of `model` with primary key `key` (a tuple for composite keys), or None.
@@ -159,10 +238,13 @@ class Unit:
     async def flush(self) -> None:
         """Insert the rows added so far."""
         pending, self._pending = self._pending, []
+        watcher = self._observer
         for row in pending:
             table = records.table_sql(row.__model__, self.dialect)
             await self._conn.run(table.insert, tuple(map(self._encode, records.values_of(row))))
             self._track(row)
+            if watcher is not None and watcher.watches(row.__model__):
+                self._created[(row.__model__, records.primary_key(row))] = row
 
     async def delete(self, row: Any) -> None:
         """Delete `row` now."""
@@ -170,15 +252,42 @@ class Unit:
         await self.flush()
         key = records.primary_key(row)
         table = records.table_sql(row.__model__, self.dialect)
+        watcher = self._observer
+        # A row created here then deleted: nothing happened.
+        if (
+            watcher is not None
+            and watcher.watches(row.__model__)
+            and self._created.pop((row.__model__, key), None) is None
+        ):
+            self._deleted.append((row, await watcher.deleting(self, row)))
         await self._conn.run(table.delete, key)
         self._tracked.pop((row.__model__, key), None)
 
     async def _commit_changes(self) -> None:
+        updated = await self._write_changes()
+        watcher = self._observer
+        if watcher is None:
+            return
+        watched = [row for row in updated if watcher.watches(row.__model__)]
+        if self._created or watched or self._deleted:
+            changes = Changes(list(self._created.values()), watched, self._deleted)
+            self._observer = None  # what the observer writes is not observed
+            await watcher.changed(self, changes)
+            await self._write_changes()
+
+    async def _write_changes(self) -> list[Record]:
+        """Insert the added rows and update the changed columns of the loaded ones (each
+        update is then the row's new baseline); the rows updated that were not created."""
         await self.flush()
-        for (model, key), (row, before) in self._tracked.items():
+        updated: list[Record] = []
+        for tracked_key, (row, before) in self._tracked.items():
             after = records.values_of(row)
             if after == before:
                 continue
+            model, key = tracked_key
+            self._tracked[tracked_key] = (row, after)
+            if tracked_key not in self._created:
+                updated.append(row)
             table = records.table_sql(model, self.dialect)
             changed = [
                 i
@@ -188,6 +297,7 @@ class Unit:
             attrs = tuple(row.__columns__[i] for i in changed)
             args = (*(self._encode(after[i]) for i in changed), *key)
             await self._conn.run(table.update(attrs), args)
+        return updated
 
     def _adopt(self, row: Any) -> Any:
         """The unit's own record of `row`'s key when it holds one already (with the changes

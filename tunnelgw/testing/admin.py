@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from tunnelgw.testing import inputs
+from tunnelgw.testing.events import EventCalls
 from tunnelgw.testing.journal import JournalCalls
 
 
@@ -41,7 +42,7 @@ class TunnelgwError(Exception):
         return message
 
 
-class AdminCalls(JournalCalls):
+class AdminCalls(EventCalls, JournalCalls):
     """The admin API of one server's account; the server class provides `_admin` (one
     request, an error status raised as TunnelgwError)."""
 

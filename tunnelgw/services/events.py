@@ -1,0 +1,321 @@
+"""Events that fire: each create, update and delete of a kind in the event type catalog, made
+by a write unit of a request, becomes an event (`ev_`, the platform's envelope) for each of
+the account's subscriptions with that type as a source, recorded per destination
+(`event_delivery`) in the change's own transaction, through the units' change observer."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import bindparam, delete, func, select
+from sqlmodel import SQLModel, col
+
+from models import (
+    Edge,
+    EventDelivery,
+    EventSource,
+    EventSubscription,
+    EventSubscriptionDestination,
+    IpRestriction,
+    IpRestrictionPolicy,
+    Tunnel,
+    TunnelGroupBackend,
+)
+from models.event_delivery import DELIVERED, FAILED
+from models.event_source import of_subscription
+from models.event_subscription import destinations_of
+from models.ip_restriction import policies_of
+from models.tunnel_group_member import backends_of, tunnels_of
+from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.services import edges, faults
+from tunnelgw.storage import db
+from tunnelgw.storage import unit as units
+from tunnelgw.storage.records import Record
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Changes, Unit
+
+EVENT_PREFIX = "ev"
+CREATED, UPDATED, DELETED = "created", "updated", "deleted"
+
+# Rows whose changes are their parent's update (a subscription's sources and destinations,
+# a restriction's policies): the parent model and the column naming it.
+_PARENTS: dict[type, tuple[type, str]] = {
+    EventSource: (EventSubscription, "subscription_id"),
+    EventSubscriptionDestination: (EventSubscription, "subscription_id"),
+    IpRestrictionPolicy: (IpRestriction, "restriction_id"),
+}
+
+
+async def _subscription(unit: Unit, row: Any) -> dict[str, Any]:
+    destinations = (await destinations_of(unit, [row.id]))[row.id]
+    return row.to_api(await of_subscription(unit, row.id), destinations)  # type: ignore[no-any-return]
+
+
+async def _restriction(unit: Unit, row: Any) -> dict[str, Any]:
+    return row.to_api((await policies_of(unit, [row.id]))[row.id])  # type: ignore[no-any-return]
+
+
+async def _tunnel(unit: Unit, row: Any) -> dict[str, Any]:
+    return row.to_api(await backends_of(unit, row.id))  # type: ignore[no-any-return]
+
+
+async def _backend(unit: Unit, row: Any) -> dict[str, Any]:
+    return row.to_api(await tunnels_of(unit, row.id))  # type: ignore[no-any-return]
+
+
+async def _edge(unit: Unit, row: Any) -> dict[str, Any]:
+    if row.kind != "https":
+        return row.to_api()  # type: ignore[no-any-return]
+    return row.to_api((await edges.routes_of(unit, [row.id]))[row.id])  # type: ignore[no-any-return]
+
+
+# The API shape of the models whose shape shows related rows (the others': `to_api()`).
+_RENDERERS: dict[type, Callable[[Unit, Any], Awaitable[dict[str, Any]]]] = {
+    EventSubscription: _subscription,
+    IpRestriction: _restriction,
+    Tunnel: _tunnel,
+    TunnelGroupBackend: _backend,
+    Edge: _edge,
+}
+
+
+def kind_of(row: Any) -> str | None:
+    """The catalog kind of `row` (edges: by their kind), or None."""
+    model = row.__model__
+    if model is Edge:
+        return f"{row.kind}_edge"
+    kind: str | None = getattr(model, "EVENT_KIND", None)
+    return kind
+
+
+def _watched() -> frozenset[type]:
+    tables = [mapper.class_ for mapper in SQLModel._sa_registry.mappers]
+    kinds = {model for model in tables if getattr(model, "EVENT_KIND", None) is not None}
+    return frozenset(kinds | {Edge} | set(_PARENTS))
+
+
+async def render(unit: Unit, row: Any) -> dict[str, Any]:
+    """`row` as the API returns it (without a one-time secret such as a new key's token)."""
+    renderer = _RENDERERS.get(row.__model__)
+    return await renderer(unit, row) if renderer is not None else row.to_api()
+
+
+# Each (event type, subscription, destination) of an account (the index on event sources'
+# account and type serves it).
+_ROUTES = Query(
+    select(  # type: ignore[call-overload]
+        EventSource.type,
+        EventSource.subscription_id,
+        EventSubscriptionDestination.destination_id,
+    )
+    .join(
+        EventSubscriptionDestination,
+        col(EventSubscriptionDestination.subscription_id) == col(EventSource.subscription_id),
+    )
+    .where(col(EventSource.account_id) == bindparam("account"))
+    .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
+)
+
+# The oldest deliveries of an account past the newest `keep` (none while it has fewer).
+_TRIM = Query(
+    delete(EventDelivery)
+    .where(col(EventDelivery.account_id) == bindparam("account"))
+    .where(
+        col(EventDelivery.id)
+        < select(EventDelivery.id)  # type: ignore[call-overload]
+        .where(col(EventDelivery.account_id) == bindparam("account"))
+        .order_by(col(EventDelivery.id).desc())
+        .limit(1)
+        .offset(bindparam("skip"))
+        .scalar_subquery()
+    )
+)
+
+
+class _Change:
+    __slots__ = ("action", "kind", "row", "shape")
+
+    def __init__(self, kind: str, action: str, row: Any, shape: dict[str, Any] | None) -> None:
+        self.kind = kind
+        self.action = action
+        self.row = row
+        self.shape = shape  # a deleted row's API shape, taken before it went
+
+
+class EventObserver:
+    """The write units' change observer (tunnelgw.storage.unit.ChangeObserver) of requests."""
+
+    def __init__(self) -> None:
+        self._models: frozenset[type] | None = None
+
+    def watches(self, model: type) -> bool:
+        models = self._models
+        if models is None:
+            models = self._models = _watched()
+        return model in models
+
+    async def deleting(self, unit: Unit, row: Record) -> Any:
+        if row.__model__ in _PARENTS or kind_of(row) is None:
+            return None
+        return await render(unit, row)
+
+    async def changed(self, unit: Unit, changes: Changes) -> None:
+        by_account: dict[str, list[_Change]] = {}
+        for change in await _net(unit, changes):
+            by_account.setdefault(change.row.account_id, []).append(change)
+        for account_id, found in by_account.items():
+            await _fire(unit, account_id, found)
+
+
+async def _net(unit: Unit, changes: Changes) -> list[_Change]:
+    """The changes of catalog kinds, a related row's change as its parent's update (unless
+    the parent itself was created, updated or deleted here)."""
+    found: list[_Change] = []
+    seen: set[tuple[type, str]] = set()
+    parents: list[tuple[type, str]] = []
+    for action, rows in ((CREATED, changes.created), (UPDATED, changes.updated)):
+        for row in rows:
+            _note(found, seen, parents, action, row, None)
+    for row, shape in changes.deleted:
+        _note(found, seen, parents, DELETED, row, shape)
+    for model, id_ in parents:
+        if (model, id_) in seen:
+            continue
+        seen.add((model, id_))
+        parent: Any = await unit.get(cast(type[Any], model), id_)
+        if parent is not None:
+            found.append(_Change(kind_of(parent) or "", UPDATED, parent, None))
+    return found
+
+
+def _note(
+    found: list[_Change],
+    seen: set[tuple[type, str]],
+    parents: list[tuple[type, str]],
+    action: str,
+    row: Any,
+    shape: dict[str, Any] | None,
+) -> None:
+    related = _PARENTS.get(row.__model__)
+    if related is not None:
+        parents.append((related[0], getattr(row, related[1])))
+        return
+    kind = kind_of(row)
+    if kind is not None:
+        seen.add((row.__model__, row.id))
+        found.append(_Change(kind, action, row, shape))
+
+
+async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
+    """Record the events of one account's changes for its subscriptions' destinations."""
+    routes: dict[str, list[tuple[str, str]]] = {}
+    for type_, subscription_id, destination_id in (
+        await unit.exec(_ROUTES, {"account": account_id})
+    ).all():
+        routes.setdefault(type_, []).append((subscription_id, destination_id))
+    if not routes:
+        return
+    timestamp = timefmt.rfc3339(timefmt.utcnow())
+    deliveries: list[EventDelivery] = []
+    for change in found:
+        type_ = f"{change.kind}_{change.action}.v0"
+        targets = routes.get(type_)
+        if not targets:
+            continue
+        shape = change.shape if change.shape is not None else await render(unit, change.row)
+        event = {
+            "event_id": ids.new_id(EVENT_PREFIX),
+            "event_type": type_,
+            "event_timestamp": timestamp,
+            "object": shape,
+        }
+        for subscription_id, destination_id in targets:
+            deliveries.append(
+                EventDelivery.new(
+                    id=ids.new_id(EventDelivery.PREFIX),
+                    account_id=account_id,
+                    event_id=event["event_id"],
+                    event_type=type_,
+                    subscription_id=subscription_id,
+                    destination_id=destination_id,
+                    event=event,
+                )
+            )
+    if deliveries:
+        await _deliver(unit, account_id, deliveries)
+
+
+async def _deliver(unit: Unit, account_id: str, deliveries: list[EventDelivery]) -> None:
+    """Send each delivery (nothing leaves the machine: a fault rule may fail it), record
+    them, and drop the account's oldest past its bound."""
+    rules = await faults.delivery_rules(unit, account_id)
+    for delivery in deliveries:
+        error = await faults.fail_delivery(unit, rules, delivery.destination_id) if rules else None
+        if error is not None:
+            delivery.outcome, delivery.error = FAILED, error
+        else:
+            delivery.outcome = DELIVERED
+    unit.add_all(deliveries)
+    await unit.flush()
+    keep = settings.current().event_deliveries_max
+    await unit.exec(_TRIM, {"account": account_id, "skip": keep - 1})
+
+
+OBSERVER = EventObserver()
+
+
+class Filters:
+    """Which recorded deliveries of an account to read (each None: any)."""
+
+    __slots__ = ("destination_id", "since", "subscription_id", "type")
+
+    def __init__(
+        self,
+        type_: str | None = None,
+        destination_id: str | None = None,
+        subscription_id: str | None = None,
+        since: datetime | None = None,
+    ) -> None:
+        self.type = type_
+        self.destination_id = destination_id
+        self.subscription_id = subscription_id
+        self.since = since
+
+    def where(self, statement: Any, account_id: str) -> Any:
+        statement = statement.where(col(EventDelivery.account_id) == account_id)
+        if self.type is not None:
+            statement = statement.where(col(EventDelivery.event_type) == self.type)
+        if self.destination_id is not None:
+            statement = statement.where(col(EventDelivery.destination_id) == self.destination_id)
+        if self.subscription_id is not None:
+            statement = statement.where(col(EventDelivery.subscription_id) == self.subscription_id)
+        if self.since is not None:
+            statement = statement.where(col(EventDelivery.created_at) >= self.since)
+        return statement
+
+
+async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
+    """The account's deliveries matching `filters`, oldest first, at most `limit`."""
+    statement = filters.where(select(EventDelivery), account_id)
+    async with db.read() as unit:
+        rows = (await unit.exec(statement.order_by(col(EventDelivery.id)).limit(limit))).all()
+    return [row.to_api() for row in rows]
+
+
+async def count(account_id: str, filters: Filters) -> int:
+    """How many of the account's deliveries match `filters`."""
+    statement = filters.where(select(func.count()).select_from(EventDelivery), account_id)
+    async with db.read() as unit:
+        found: int = (await unit.exec(statement)).one()
+    return found
+
+
+def activate() -> Any:
+    """Make events fire for the write units of this task (a request); the token resets it."""
+    return units.set_observer(OBSERVER)
+
+
+def deactivate(token: Any) -> None:
+    units.reset_observer(token)
