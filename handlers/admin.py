@@ -198,3 +198,15 @@ async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spe
         session = await crud.get_owned(unit, TunnelSession, caller, id, lock=True)
         await agents.end(unit, session)
     return None, 204
+
+
+# --- snapshots ----------------------------------------------------------------------------
+
+
+async def snapshot(include_secrets: bool = False) -> dict[str, Any]:
+    from tunnelgw.services import snapshots
+
+    caller = _admin()
+    async with db.write() as unit:  # one transaction: one state (nothing is written)
+        taken = await snapshots.take(unit, caller.account_id, include_secrets=include_secrets)
+    return {"version": 1, "snapshot": taken}
