@@ -108,14 +108,15 @@ def from_json(column_type: Any, value: Any) -> Any:
     """The value to store for a snapshot's JSON value; raises ValueError saying why not."""
     if value is None or records.kind_of(column_type) == "json":
         return value
-    if isinstance(column_type, DateTime):
-        if not isinstance(value, str):
-            raise ValueError("is not an RFC 3339 time")
-        return timefmt.parse_rfc3339(value).astimezone(UTC)
-    if isinstance(column_type, LargeBinary):
-        if not isinstance(value, str):
-            raise ValueError("is not base64")
-        return base64.b64decode(value, validate=True)
+    try:
+        if isinstance(column_type, DateTime):
+            return timefmt.parse_rfc3339(value).astimezone(UTC)
+        if isinstance(column_type, LargeBinary):
+            return base64.b64decode(value, validate=True)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "is not base64" if isinstance(column_type, LargeBinary) else "is not an RFC 3339 time"
+        ) from None
     expected: type | tuple[type, ...] = str
     if isinstance(column_type, Boolean):
         expected = bool
