@@ -10,7 +10,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import LargeBinary, Table, func, select
+from sqlalchemy import LargeBinary, Table, UniqueConstraint, func, select
 
 from models import Account, IpRestriction
 from models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED
@@ -198,7 +198,7 @@ async def _check_conflicts(
         for index, row in enumerate(rows):
             path: Path_ = ("tables", name, index)
             key = tuple(row.get(str(c.name)) for c in table.primary_key.columns)
-            held = await run.unit.get(model, key)
+            held: Any = await run.unit.get(model, key)
             if held is not None:
                 if held.account_id != run.account_id:
                     run.problem(path, f"{name} {_shown(key)} exists in another account")
@@ -211,7 +211,9 @@ async def _check_conflicts(
                 if all(row.get(c) is None for c in columns):
                     continue
                 match = " AND ".join(f'"{c}" = {run.unit.mark}' for c in columns)
-                taken = await run.unit.select(model, match, [row.get(c) for c in columns])
+                taken: list[Any] = await run.unit.select(
+                    model, match, [row.get(c) for c in columns]
+                )
                 if any(other.account_id != run.account_id for other in taken):
                     shown = ", ".join(f"{c} {row.get(c)!r}" for c in columns if "hash" not in c)
                     run.problem(
@@ -225,9 +227,10 @@ def _unique_sets(table: Table) -> list[tuple[str, ...]]:
     """The column sets unique across accounts (not the primary key, not per account)."""
     sets = [
         tuple(str(c.name) for c in constraint.columns)
-        for constraint in (*table.constraints, *table.indexes)
-        if getattr(constraint, "unique", False) or type(constraint).__name__ == "UniqueConstraint"
+        for constraint in table.constraints
+        if isinstance(constraint, UniqueConstraint)
     ]
+    sets += [tuple(str(c.name) for c in index.columns) for index in table.indexes if index.unique]
     primary = tuple(str(c.name) for c in table.primary_key.columns)
     return sorted({s for s in sets if s != primary and "account_id" not in s})
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from tunnelgw.testing import inputs
+from tunnelgw.testing.snapshots import SnapshotCalls
 
 
 class TunnelgwError(Exception):
@@ -39,7 +40,7 @@ class TunnelgwError(Exception):
         return message
 
 
-class AdminCalls:
+class AdminCalls(SnapshotCalls):
     """The admin API of one server's account; the server class provides `_admin` (one
     request, an error status raised as TunnelgwError)."""
 
