@@ -460,8 +460,9 @@ def test_snapshot_exports_and_seed_loads_it_back(data_dir, capsys, fixture_file,
     assert cli.main(["seed", str(saved), "--account", account]) == 2  # not empty
     assert "reset it first" in capsys.readouterr().err
     run(capsys, "reset", "--account", account, "--yes")
-    loaded = run(capsys, "seed", str(saved), "--account", account)
+    loaded = run(capsys, "seed", str(saved), "--account", account, "--once")
     assert loaded["counts"]["tunnel"] == 1
+    assert run(capsys, "seed", str(saved), "--account", account, "--once")["loaded"] is False
     again = run(capsys, "snapshot", "--account", account)
     for document in (first, again):
         del document["snapshot"]["taken_at"]

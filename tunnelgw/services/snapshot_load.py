@@ -71,7 +71,8 @@ async def load(unit: Unit, account_id: str, snapshot: dict[str, Any]) -> dict[st
                     setattr(held, name, values[name])
             else:
                 unit.add(records.new(model, account_id=account_id, **values))
-        counts[str(table.name)] = len(rows)
+        if rows:
+            counts[str(table.name)] = len(rows)
         await unit.flush()  # parents before children
     await _summarize_restrictions(unit, account_id)
     await quotas.forget_all(unit, account_id)  # rows counted by quotas, not admitted
@@ -207,18 +208,16 @@ async def _check_conflicts(
                 else:  # pragma: no cover - the account is empty
                     run.problem(path, f"{name} {_shown(key)} exists already")
                 continue
-            for columns in _unique_sets(table):
-                if all(row.get(c) is None for c in columns):
-                    continue
+            for columns in _unique_sets(table):  # a NULL matches nothing
                 match = " AND ".join(f'"{c}" = {run.unit.mark}' for c in columns)
                 taken: list[Any] = await run.unit.select(
                     model, match, [row.get(c) for c in columns]
                 )
                 if any(other.account_id != run.account_id for other in taken):
-                    shown = ", ".join(f"{c} {row.get(c)!r}" for c in columns if "hash" not in c)
+                    secrets = secret_columns(table)  # named, never shown
+                    shown = ", ".join(c if c in secrets else f"{c} {row[c]!r}" for c in columns)
                     run.problem(
-                        (*path, columns[0]),
-                        f"another account holds the {name} with {shown or 'this secret'}",
+                        (*path, columns[0]), f"another account holds the {name} with {shown}"
                     )
     return updates
 
