@@ -107,6 +107,8 @@ def test_a_world_moves_to_a_server_on_the_other_engine(settings, admin, tmp_path
 
 
 SNAPSHOT_TESTS = """\
+import json
+
 import pytest
 from tunnelgw.testing import TunnelgwError, TunnelgwServer
 
@@ -130,14 +132,18 @@ def test_save_a_world_and_load_it_back(tunnelgw):
     assert again["snapshot"]["tables"] == saved["snapshot"]["tables"]
 
 
-def test_a_loaded_world_needs_an_empty_account(tunnelgw):
-    saved = tunnelgw.snapshot()
+def test_a_saved_file_loads_into_an_empty_account(tunnelgw, tmp_path):
     with tunnelgw.client() as client:
-        client.post("/reserved_domains", json={"domain": "busy.example.com"})
-    with pytest.raises(TunnelgwError) as refused:
-        tunnelgw.load(saved)
-    assert refused.value.error_code == "ERR_INVALID_FIXTURE"
-    assert "reset it first" in refused.value.msg
+        client.post("/reserved_domains", json={"domain": "file.example.com"})
+        saved = tmp_path / "world.json"
+        saved.write_text(json.dumps(tunnelgw.snapshot()))
+        with pytest.raises(TunnelgwError) as refused:
+            tunnelgw.load(saved)
+        assert refused.value.error_code == "ERR_INVALID_FIXTURE"
+        assert "reset it first" in refused.value.msg
+        tunnelgw.reset()
+        assert tunnelgw.load(saved)["counts"]["reserved_domain"] == 1
+        assert len(client.get("/reserved_domains").json()["reserved_domains"]) == 1
 
 
 def test_secrets_go_along_on_the_same_server_only(tunnelgw):
