@@ -47,7 +47,8 @@ class _Load:
 
 async def load(unit: Unit, account_id: str, snapshot: dict[str, Any]) -> dict[str, int]:
     """Write the rows of `snapshot` (schema-checked) into `account_id` in the write unit
-    `unit`; rows per table. Returns problems instead when there are any (SnapshotError)."""
+    `unit`; the rows per table loaded. Raises SnapshotError listing every problem found, with
+    nothing written."""
     run = _Load(unit, account_id)
     _secrets(run, snapshot)
     decoded = _decode(run, snapshot.get("tables") or {})
