@@ -13,6 +13,7 @@ from sqlmodel import SQLModel
 from tests.creates import CREATES
 from tests.factories import assert_error, ssh_keygen
 from tunnelgw import fixtures
+from tunnelgw.core import settings as settings_module
 from tunnelgw.core.spec import load as load_spec
 from tunnelgw.crypto import keys
 from tunnelgw.services import snapshots
@@ -304,4 +305,20 @@ def test_a_loaded_api_restriction_applies_again(admin):
     assert admin.get("/api_keys").status_code == 200
     assert admin.post("/_admin/fixtures", json=document).status_code == 200
     assert_error(admin.get("/api_keys"), 403, "ERR_IP_RESTRICTED")  # the account's summary
+    admin.post("/_admin/reset")
+
+
+def test_loaded_rows_count_toward_the_quotas(admin, monkeypatch):
+    for _ in range(3):
+        assert admin.post("/backends/http_response", json={}).status_code == 201
+    document = snapshot(admin)
+    admin.post("/_admin/reset")
+    # A bound left high by a create and a delete (quotas read a bound, not a count).
+    made = admin.post("/backends/http_response", json={}).json()
+    assert admin.delete(f"/backends/http_response/{made['id']}").status_code == 204
+    monkeypatch.setattr(settings_module.current(), "quotas", "http_response_backend=3")
+    loaded = admin.post("/_admin/fixtures", json=document)  # direct rows: never refused
+    assert loaded.json()["counts"]["http_response_backend"] == 3
+    refused = admin.post("/backends/http_response", json={})
+    assert_error(refused, 409, "ERR_QUOTA_EXCEEDED")
     admin.post("/_admin/reset")
