@@ -308,6 +308,7 @@ def test_a_loaded_api_restriction_applies_again(admin):
     admin.post("/_admin/reset")
 
 
+@pytest.mark.inprocess  # sets the serving app's settings
 def test_loaded_rows_count_toward_the_quotas(admin, monkeypatch):
     for _ in range(3):
         assert admin.post("/backends/http_response", json={}).status_code == 201
