@@ -271,14 +271,17 @@ def test_a_snapshot_document_holds_only_version_and_snapshot(admin):
         "tunnel_session_id": None,
     }
     bad["snapshot"]["tables"] = {"api_key": [key], "tunnel": [tunnel]}
+    stray = {"table": "tunnel", "id": tunnel["id"], "field": "metadata"}  # not a secret
+    bad["snapshot"]["left_out"] = [stray]
     refused = assert_error(admin.post("/_admin/fixtures", json=bad), 400, "ERR_INVALID_FIXTURE")
-    assert refused["details"]["problems"] == "4", refused["msg"]
+    assert refused["details"]["problems"] == "5", refused["msg"]
     for problem in (
         "$.snapshot.tables.api_key[0]: the snapshot neither carries nor leaves out its "
         "'token_hash'",
         "$.snapshot.tables.tunnel[0].created_at: 'yesterday' is not an RFC 3339 time",
         "$.snapshot.tables.tunnel[0].description: must not be null",
         "$.snapshot.tables.tunnel[0].metadata: 5 is not of the column's type (Text)",
+        "$.snapshot.left_out[0]: names no secret column of a row in `tables`",
     ):
         assert problem in refused["msg"]
 

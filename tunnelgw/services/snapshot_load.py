@@ -40,6 +40,8 @@ class _Load:
     problems: list[tuple[Path_, str]] = field(default_factory=list)
     # (table, id, column) -> the stored value of a secret (sealed ones opened, or left out).
     secrets: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    # Where each secret entry is in the document, until a row's secret column takes it.
+    unused: dict[tuple[str, str, str], Path_] = field(default_factory=dict)
 
     def problem(self, path: Path_, message: str) -> None:
         self.problems.append(((*ROOT, *path), message))
@@ -52,6 +54,8 @@ async def load(unit: Unit, account_id: str, snapshot: dict[str, Any]) -> dict[st
     run = _Load(unit, account_id)
     _secrets(run, snapshot)
     decoded = _decode(run, snapshot.get("tables") or {})
+    for path in run.unused.values():
+        run.problem(path, "names no secret column of a row in `tables`")
     await _check_empty(run)
     if run.problems:
         raise SnapshotError(run.problems)
@@ -91,8 +95,10 @@ class SnapshotError(Exception):
 def _secrets(run: _Load, snapshot: dict[str, Any]) -> None:
     """The secrets the document carries, opened with this server's KEK; and those it says
     were left out."""
-    for entry in snapshot.get("left_out") or []:
-        run.secrets[(entry["table"], entry["id"], entry["field"])] = None
+    for index, entry in enumerate(snapshot.get("left_out") or []):
+        key = (entry["table"], entry["id"], entry["field"])
+        run.secrets[key] = None
+        run.unused[key] = ("left_out", index)
     carried = snapshot.get("secrets")
     if carried is None:
         return
@@ -116,6 +122,7 @@ def _secrets(run: _Load, snapshot: dict[str, Any]) -> None:
             )
             continue
         run.secrets[(table, row_id, column)] = plain
+        run.unused[(table, row_id, column)] = ("secrets", "sealed", index)
 
 
 def _decode(run: _Load, given: dict[str, Any]) -> list[tuple[Table, list[dict[str, Any]]]]:
@@ -163,6 +170,7 @@ def _secret(run: _Load, table: Table, path: Path_, row_id: Any, column: str) -> 
         if not table.c[column].nullable:
             run.problem(path, f"the snapshot neither carries nor leaves out its {column!r}")
         return None
+    run.unused.pop(key, None)
     plain = run.secrets[key]
     if plain is None:
         return left_out_value(table, column, str(row_id))
