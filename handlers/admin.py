@@ -337,3 +337,15 @@ async def clear_requests() -> tuple[None, int]:
     async with db.write() as unit:
         await journal.clear(unit, caller.account_id)
     return None, 204
+
+
+# --- snapshots ----------------------------------------------------------------------------
+
+
+async def snapshot(include_secrets: bool = False) -> dict[str, Any]:
+    from tunnelgw.services import snapshots
+
+    caller = _admin()
+    async with db.write() as unit:  # one transaction: one state (nothing is written)
+        taken = await snapshots.take(unit, caller.account_id, include_secrets=include_secrets)
+    return {"version": 1, "snapshot": taken}

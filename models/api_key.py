@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned
+from models.base import DescribedResource, Owned, secret
 
 
 class ApiKey(DescribedResource, Owned, table=True):
@@ -17,7 +17,13 @@ class ApiKey(DescribedResource, Owned, table=True):
     EVENT_KIND: ClassVar[str | None] = "api_key"
     PATH: ClassVar[str] = "/api_keys"
 
-    token_hash: str = Field(max_length=64, unique=True)
+    token_hash: str = Field(
+        max_length=64,
+        unique=True,
+        sa_column_kwargs=secret(
+            "the key has no working token: its requests get 401; create a new key"
+        ),
+    )
 
     def to_api(self, token: str | None = None) -> dict[str, Any]:
         """The API shape; `token` is passed only by the create operation."""

@@ -14,6 +14,15 @@ from tunnelgw.storage import records
 # Ids sort byte-wise (base62 in ASCII order); PostgreSQL must not apply a locale collation.
 ID_TYPE = String(64).with_variant(String(64, collation="C"), "postgresql")
 TIMESTAMP = DateTime(timezone=True)
+# The column `info` key that marks a secret column (a token hash, a wrapped key, a sealed
+# value): snapshots leave its values out unless asked to seal them (tunnelgw.services.snapshots).
+SECRET = "secret"  # noqa: S105 - a key name, not a secret
+
+
+def secret(effect: str) -> dict[str, Any]:
+    """`sa_column_kwargs` of a secret column; `effect` says what a row loaded from a snapshot
+    without the secret cannot do (the snapshot's `left_out` note)."""
+    return {"info": {SECRET: effect}}
 
 
 def id_field(**kwargs: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned
+from models.base import DescribedResource, Owned, secret
 
 
 class Credential(DescribedResource, Owned, table=True):
@@ -20,7 +20,14 @@ class Credential(DescribedResource, Owned, table=True):
     PATH: ClassVar[str] = "/credentials"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api() without a token: the row and base URL
 
-    token_hash: str = Field(max_length=64, unique=True)
+    token_hash: str = Field(
+        max_length=64,
+        unique=True,
+        sa_column_kwargs=secret(
+            "the credential has no working authtoken: agents cannot connect with it; "
+            "create a new credential"
+        ),
+    )
     acl: list[str] = Field(default_factory=list, sa_type=JSON)
 
     def to_api(self, token: str | None = None) -> dict[str, Any]:

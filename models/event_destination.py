@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, LargeBinary, String
 from sqlmodel import Field
 
-from models.base import DescribedResource
+from models.base import DescribedResource, secret
 
 
 class EventDestination(DescribedResource, table=True):
@@ -25,7 +25,13 @@ class EventDestination(DescribedResource, table=True):
     target: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     # The credential, AES-GCM under the KEK with the row id as associated data
     # (tunnelgw.crypto.keys.wrap); None when the target has none. Never in the API shape.
-    sealed_credential: bytes | None = Field(default=None, sa_type=LargeBinary)
+    sealed_credential: bytes | None = Field(
+        default=None,
+        sa_type=LargeBinary,
+        sa_column_kwargs=secret(
+            "the target has no credential: update the destination with its credential"
+        ),
+    )
 
     def to_api(self) -> dict[str, Any]:
         return {**self.common_api(), "format": self.format, "target": self.target}

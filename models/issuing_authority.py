@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row
+from models.base import TIMESTAMP, Row, secret
 from tunnelgw.core import timefmt
 
 
@@ -18,5 +18,7 @@ class IssuingAuthority(Row, table=True):
     name: str = Field(primary_key=True, sa_type=String(64))
     certificate_pem: str = Field(sa_type=Text)
     # PKCS #8 DER wrapped under the KEK with the name as associated data; never returned.
-    wrapped_private_key: bytes = Field(sa_type=LargeBinary)
+    wrapped_private_key: bytes = Field(
+        sa_type=LargeBinary, sa_column_kwargs=secret("server-wide; never in a snapshot")
+    )
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)

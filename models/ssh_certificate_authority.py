@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource
+from models.base import DescribedResource, secret
 
 
 class SshCertificateAuthority(DescribedResource, table=True):
@@ -21,7 +21,13 @@ class SshCertificateAuthority(DescribedResource, table=True):
     key_type: str = Field(sa_type=String(16))
     # PKCS #8 DER encrypted with AES-GCM under the KEK, the row id as associated data
     # (tunnelgw.crypto.keys.wrap); never in the API shape.
-    wrapped_private_key: bytes = Field(sa_type=LargeBinary)
+    wrapped_private_key: bytes = Field(
+        sa_type=LargeBinary,
+        sa_column_kwargs=secret(
+            "the CA has no private key: signing SSH user or host certificates with it is "
+            "409 ERR_SECRET_LEFT_OUT"
+        ),
+    )
 
     def to_api(self) -> dict[str, Any]:
         return {

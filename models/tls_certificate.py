@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sqlalchemy import JSON, Index, LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
+from models.base import TIMESTAMP, DescribedResource, id_field, secret
 
 if TYPE_CHECKING:
     from tunnelgw.crypto.tls import CertificateFields
@@ -31,7 +31,14 @@ class TlsCertificate(DescribedResource, table=True):
     certificate_pem: str = Field(sa_type=Text)
     # PKCS #8 DER wrapped under the KEK (tunnelgw.crypto.keys.wrap, the row id as associated
     # data); None for fixture certificates written without a key. Never in the API shape.
-    wrapped_private_key: bytes | None = Field(default=None, sa_type=LargeBinary, nullable=True)
+    wrapped_private_key: bytes | None = Field(
+        default=None,
+        sa_type=LargeBinary,
+        nullable=True,
+        sa_column_kwargs=secret(
+            "the certificate has no private key: the server holds its public fields only"
+        ),
+    )
     # The reserved domain whose certificate management issued it; None when uploaded.
     issued_for_id: str | None = id_field(default=None, nullable=True)
     issued_at: datetime | None = Field(default=None, sa_type=TIMESTAMP, nullable=True)

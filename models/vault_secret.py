@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field
 
-from models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field
+from models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
 from models.principal import PREFIXES
 from tunnelgw.core import timefmt, urls
 
@@ -47,7 +47,10 @@ class VaultSecret(DescribedResource, table=True):
     vault_name: str = Field(sa_type=String(64))
     name: str = Field(sa_type=String(64))
     # The value encrypted under the KEK (AES-256-GCM, the row id as associated data).
-    wrapped_value: bytes = Field(sa_type=LargeBinary)
+    wrapped_value: bytes = Field(
+        sa_type=LargeBinary,
+        sa_column_kwargs=secret("the secret has no value: update it with its value"),
+    )
     updated_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
     created_by: str = Field(sa_type=ID_TYPE)
     last_updated_by: str = Field(sa_type=ID_TYPE)

@@ -118,6 +118,18 @@ def _parser() -> argparse.ArgumentParser:
     reset.add_argument("--yes", action="store_true", help="confirm the deletion")
     reset.set_defaults(run=_reset)
 
+    snap = sub.add_parser(
+        "snapshot", help="export an account's whole state as a fixture document (JSON)"
+    )
+    snap.add_argument("--account", required=True, help="account id (acct_...)")
+    snap.add_argument("--output", type=Path, help="write to this file (default: stdout)")
+    snap.add_argument(
+        "--include-secrets",
+        action="store_true",
+        help="seal the secrets under this server's key-encryption key instead of leaving them out",
+    )
+    snap.set_defaults(run=_snapshot)
+
     migrate_cmd = sub.add_parser("migrate", help="migrate the database to the newest schema")
     migrate_cmd.set_defaults(run=_migrate)
 
@@ -358,6 +370,37 @@ def _reset(args: argparse.Namespace) -> int:
 
     counts = _with_database(work)
     _print({"account_id": args.account, "deleted": counts})
+    return 0
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    """Print (or write to `--output`, mode 0600) the account's snapshot document."""
+    from models import Account
+    from tunnelgw.services import snapshots
+
+    settings = _settings()
+    if args.include_secrets:
+        _prepare_kek(settings)
+
+    async def work(database: Database) -> dict[str, Any]:
+        async with database.write() as unit:  # one transaction: one state (nothing written)
+            if await unit.get(Account, args.account) is None:
+                raise SystemExit(f"tunnelgw: no account {args.account!r}")
+            taken = await snapshots.take(unit, args.account, include_secrets=args.include_secrets)
+        return {"version": 1, "snapshot": taken}
+
+    token = keys.activate(keys.Kek(settings))  # sealing uses the server's KEK
+    try:
+        document = _with_database(work)
+    finally:
+        keys.deactivate(token)
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
     return 0
 
 

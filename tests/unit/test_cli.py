@@ -443,3 +443,32 @@ def test_issuing_ca_prints_the_ca_that_signs_operator_bindings(data_dir, capsys)
     assert capsys.readouterr().out not in ("", first)
     with pytest.raises(SystemExit, match="no issuing CA 'other'"):
         cli.main(["issuing-ca", "other"])
+
+
+def test_snapshot_exports_and_seed_loads_it_back(data_dir, capsys, fixture_file, tmp_path):
+    account = run(capsys, "accounts", "create")["account_id"]
+    run(capsys, "seed", str(fixture_file))
+    first = run(capsys, "snapshot", "--account", account)
+    assert first["snapshot"]["source_account_id"] == account
+    assert [row["id"] for row in first["snapshot"]["tables"]["tunnel"]]
+    assert first["snapshot"]["secrets"] is None
+    assert {e["table"] for e in first["snapshot"]["left_out"]} == {"api_key"}
+    saved = tmp_path / "world.json"
+    assert cli.main(["snapshot", "--account", account, "--output", str(saved)]) == 0
+    assert capsys.readouterr().out == ""
+    assert saved.stat().st_mode & 0o777 == 0o600
+    assert cli.main(["seed", str(saved), "--account", account]) == 2  # not empty
+    assert "reset it first" in capsys.readouterr().err
+    run(capsys, "reset", "--account", account, "--yes")
+    loaded = run(capsys, "seed", str(saved), "--account", account, "--once")
+    assert loaded["counts"]["tunnel"] == 1
+    assert run(capsys, "seed", str(saved), "--account", account, "--once")["loaded"] is False
+    again = run(capsys, "snapshot", "--account", account)
+    for document in (first, again):
+        del document["snapshot"]["taken_at"]
+    assert again == first
+    sealed = run(capsys, "snapshot", "--account", account, "--include-secrets")
+    assert sealed["snapshot"]["left_out"] == []
+    assert [e["field"] for e in sealed["snapshot"]["secrets"]["sealed"]] == ["token_hash"]
+    with pytest.raises(SystemExit, match="no account 'acct_missing'"):
+        cli.main(["snapshot", "--account", "acct_missing"])

@@ -201,6 +201,11 @@ class Code(enum.Enum):
     VAULT_NAME_TAKEN = (409, "The account already has a vault of that name.")
     SECRET_NAME_TAKEN = (409, "The vault already has a secret of that name.")
     VAULT_NOT_EMPTY = (409, "The vault holds secrets; delete them first.")
+    # 409: account snapshots (tunnelgw.services.snapshots).
+    SECRET_LEFT_OUT = (
+        409,
+        "The resource was loaded from a snapshot without the secret this operation needs.",
+    )
     BODY_TOO_LARGE = (413, "The request body is larger than the server accepts.")
     UNSUPPORTED_MEDIA_TYPE = (415, "Send the request body as 'Content-Type: application/json'.")
     # 429: only ever injected by a fault rule of the admin API.

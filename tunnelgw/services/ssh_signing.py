@@ -67,6 +67,15 @@ def checked(body: dict[str, Any], default_validity: timedelta) -> Checked:
 def _private_key(ca: SshCertificateAuthority) -> ssh.CaPrivateKey:
     from tunnelgw.crypto import ssh
 
+    if ca.wrapped_private_key == b"":  # left out of the snapshot the CA was loaded from
+        raise ApiError(
+            Code.SECRET_LEFT_OUT,
+            f"The SSH certificate authority {ca.id!r} was loaded from a snapshot without its "
+            "private key, so it cannot sign; create a new CA, or load a snapshot taken with "
+            "include_secrets.",
+            id=ca.id,
+            field="wrapped_private_key",
+        )
     try:
         der = keys.unwrap(keys.current(), ca.wrapped_private_key, ca.id.encode("ascii"))
     except keys.UnwrapError:

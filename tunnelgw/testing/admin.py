@@ -1,7 +1,8 @@
 """The admin API's calls of `TunnelgwServer` (tunnelgw.testing.server): reset, fixtures, the
-simulated clock, fault rules, simulated agents and the request journal
-(tunnelgw.testing.journal), each one request to `/_admin/...` of the server's account. Only
-the standard library is imported here at import time."""
+simulated clock, fault rules, simulated agents, and through its mixins the request journal,
+events and snapshots (tunnelgw.testing.journal, .events, .snapshots), each one request to
+`/_admin/...` of the server's account. Only the standard library is imported here at import
+time."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from tunnelgw.testing import inputs
 from tunnelgw.testing.events import EventCalls
 from tunnelgw.testing.journal import JournalCalls
+from tunnelgw.testing.snapshots import SnapshotCalls
 
 
 class TunnelgwError(Exception):
@@ -42,7 +44,7 @@ class TunnelgwError(Exception):
         return message
 
 
-class AdminCalls(EventCalls, JournalCalls):
+class AdminCalls(EventCalls, JournalCalls, SnapshotCalls):
     """The admin API of one server's account; the server class provides `_admin` (one
     request, an error status raised as TunnelgwError)."""
 

@@ -41,6 +41,10 @@ class Param:
             if not INTEGER.fullmatch(raw):
                 raise _invalid(self, f"{raw[:32]!r} is not an integer (ASCII digits).")
             return int(raw)
+        if kind == "boolean":
+            if raw not in ("true", "false"):
+                raise _invalid(self, f"{raw[:32]!r} is not a boolean (true or false).")
+            return raw == "true"
         return raw
 
     def check(self, value: Any) -> None:
@@ -54,7 +58,7 @@ def _invalid(param: Param, message: str) -> ApiError:
     return ApiError(Code.INVALID_PARAMETER, f"{param.name}: {message}", param=param.name)
 
 
-_KINDS = {"string", "integer", "array"}
+_KINDS = {"string", "integer", "boolean", "array"}
 
 
 def _param(spec: dict[str, Any], arguments: set[str], has_kwargs: bool) -> Param:
