@@ -3,6 +3,7 @@ review decides them one by one on the account's clock, which the admin API moves
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -14,6 +15,13 @@ from tunnelgw.core import settings as settings_module
 PATH = "/abuse_reports"
 CLOCK = "/_admin/clock"
 STEP = 60  # TUNNELGW_ABUSE_REPORT_REVIEW_SECONDS's default, which the test app keeps
+
+
+def _early_in_a_second() -> None:
+    """Wait for the start of the next wall-clock second. The review counts whole seconds from
+    `created_at` (kept to the second): a real second that ends between the create and a read
+    would move the review on by one second more than the clock was advanced."""
+    time.sleep(1.02 - time.time() % 1)
 
 
 def _unique(label: str) -> str:
@@ -52,6 +60,7 @@ def test_the_review_moves_with_the_clock(admin, other, factory):
         f"tls://{endpoint_host}:443",
         f"https://{unknown}/",
     ]
+    _early_in_a_second()  # the create and the first two reads then share one second
     created = admin.post(PATH, json={"urls": urls, "metadata": '{"ticket": 7}'})
     assert created.status_code == 201, created.text
     report = created.json()
