@@ -8,12 +8,14 @@ from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from sqlalchemy import JSON, Index, String, Text
+from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
 from tunnelgw.core import timefmt, urls
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class Endpoint(AccountScoped, table=True):
@@ -102,3 +104,15 @@ def url_parts(url: str) -> dict[str, Any]:
 def principal_path(principal_id: str) -> str:
     """Where the platform's API keeps a principal: users under /users, bots under /bot_users."""
     return "/bot_users" if principal_id.startswith("bot_") else "/users"
+
+
+_CLOUD_ON_DOMAIN = Query(
+    select(Endpoint.id)  # type: ignore[call-overload]
+    .where(Endpoint.reserved_domain_id == bindparam("domain_id"), Endpoint.type == "cloud")
+    .order_by(Endpoint.id)
+)
+
+
+async def cloud_endpoints_on(unit: Unit, domain_id: str) -> list[str]:
+    """The ids of the cloud endpoints whose URL is on the reserved domain `domain_id`."""
+    return list((await unit.exec(_CLOUD_ON_DOMAIN, {"domain_id": domain_id})).all())
