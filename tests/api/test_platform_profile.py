@@ -913,6 +913,53 @@ def test_agent_command_refused(pair: Pair) -> None:
     )
 
 
+def test_agent_connect_refusals(pair: Pair) -> None:
+    from tests.api.test_tunnel_sessions import AGENTS, _credential
+
+    def connect(token: str, *endpoints: dict[str, Any]) -> dict[str, Any]:
+        return {"json": {"authtoken": token, "endpoints": list(endpoints)}}
+
+    wrong = "tgwcr_" + "x" * 40
+    body = pair.expect(
+        "POST",
+        AGENTS,
+        **connect(wrong, {"url": f"https://x.{SHARED}"}),
+        tunnelgw=(403, "ERR_AGENT_AUTH_FAILED"),
+        platform=(403, "ERR_NGROK_107", r"Your authtoken: 'tgwcr_xx\.\.\.'$"),
+    )
+    assert wrong not in body["msg"]
+    zone = f"{_name('zone')}.example.com"
+    assert pair.plain.post("/reserved_domains", json={"domain": f"api.{zone}"}).status_code == 201
+    credential = _credential(pair.plain, acl=[f"bind:app.{zone}", "bind:env=prod"])
+    token, credential_id = credential["token"], credential["id"]
+    pair.expect(
+        "POST",
+        AGENTS,
+        **connect(token, {"url": f"https://api.{zone}"}),
+        tunnelgw=(403, "ERR_AGENT_BIND_DENIED"),
+        platform=(
+            403,
+            "ERR_NGROK_316",
+            rf"binding this name\. Credential ID: '{credential_id}' Name: 'api\.{zone}'$",
+        ),
+    )
+    pair.expect(
+        "POST",
+        AGENTS,
+        **connect(token, {"labels": {"env": "dev"}}),
+        tunnelgw=(403, "ERR_AGENT_BIND_DENIED"),
+        platform=(403, "ERR_NGROK_399", r"binding this label\. .* Label: 'env=dev'$"),
+    )
+    address = pair.plain.post("/reserved_addrs", json={}).json()["addr"]
+    pair.expect(
+        "POST",
+        AGENTS,
+        **connect(token, {"url": f"tcp://{address}", "traffic_policy": TCP_POLICY}),
+        tunnelgw=(403, "ERR_AGENT_BIND_DENIED"),
+        platform=(403, "ERR_NGROK_308", rf"binding this address\. .* Address: '{address}'$"),
+    )
+
+
 def test_secret_fields(pair: Pair) -> None:
     pair.expect(
         "POST",

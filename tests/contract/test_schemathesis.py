@@ -326,13 +326,23 @@ def test_schemathesis_platform_profile(
     tmp_path_factory: pytest.TempPathFactory, settings: Settings
 ) -> None:
     """The API operations again under the platform profile, against the spec that server
-    publishes (its codes and statuses): a shorter run, the same checks."""
+    publishes (its codes and statuses): a shorter run. Two checks are off because the
+    platform answers otherwise than they expect: a request without credentials is 403
+    ERR_NGROK_200 (not 401), and a valid request that conflicts with the state is 400 (not
+    409), which also makes the "mostly rejected" warning no sign of a wrong schema; the run
+    without the profile keeps all three."""
     profile = {"TUNNELGW_PROFILE": "platform"}
     with _live_server(tmp_path_factory, settings, "contract-profile", **profile) as (srv, db):
         creds, entries = _contract_account(db.resolved_database_url())
         fixtures.load(EXAMPLE, db, creds.account_id)
         api = [entry for entry in entries if not entry[0][1].startswith("admin.")]
-        config = seed.config(CONFIG, srv.data_dir / "schemathesis-profile.toml", api)
+        # Conflicts are 400 too, so "mostly rejected" is no sign of a wrong schema here.
+        base = CONFIG.read_text()
+        assert "\nfail-on = true\n" in base
+        only = 'fail-on = ["missing_auth", "missing_test_data", "method_not_allowed"]'
+        profile_base = srv.data_dir / "schemathesis-profile-base.toml"
+        profile_base.write_text(base.replace("\nfail-on = true\n", f"\n{only}\n"))
+        config = seed.config(profile_base, srv.data_dir / "schemathesis-profile.toml", api)
         result = _schemathesis(
             srv.base,
             creds.token,
@@ -340,6 +350,8 @@ def test_schemathesis_platform_profile(
             str(max(5, int(MAX_EXAMPLES) // 4)),
             "--max-time",
             str(max(60, int(MAX_TIME) // 4)),
+            "--exclude-checks",
+            "missing_required_header,positive_data_acceptance",
             *_seed(),
             config=config,
             own_key=creds.api_key_id,

@@ -17,6 +17,7 @@ from models.tunnel_group_member import partners_of, regroup_account
 from models.tunnel_session import TunnelSession
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.platform_errors import masked
 from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
 from tunnelgw.services import auth, cloud_endpoints, quotas, restrictions
 from tunnelgw.storage.statements import Query
@@ -98,6 +99,7 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
             Code.AGENT_AUTH_FAILED,
             "The authtoken is not the token of a tunnel credential of this account. Create "
             "one (POST /credentials) and connect with the token its create response shows.",
+            context={"authtoken": masked(authtoken)},
             field="authtoken",
         )
     return found[0]
@@ -177,11 +179,8 @@ async def _start(
     )
     if not item.url:
         if not acls.allows(credential.acl, labels=item.labels):
-            raise _denied(
-                credential,
-                index,
-                "the labels " + ", ".join(f"{key}={value}" for key, value in item.labels.items()),
-            )
+            labels = ", ".join(f"{key}={value}" for key, value in item.labels.items())
+            raise _denied(credential, index, "the labels " + labels, ("label", labels))
         await quotas.add(unit, tunnel)
         started.tunnels.append(tunnel)
         return
@@ -199,7 +198,9 @@ async def _start(
     else:
         allowed = acls.allows(credential.acl, hostname=target.host)
     if not allowed:
-        raise _denied(credential, index, target.hostport if target.scheme == "tcp" else target.host)
+        tcp = target.scheme == "tcp"
+        denied = ("address", target.hostport) if tcp else ("name", target.host)
+        raise _denied(credential, index, denied[1], denied)
     endpoint = Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         created_at=session.started_at,
@@ -242,13 +243,16 @@ def _at(exc: ApiError, index: int) -> ApiError:
     return exc
 
 
-def _denied(credential: Credential, index: int, what: str) -> ApiError:
+def _denied(credential: Credential, index: int, what: str, denied: tuple[str, str]) -> ApiError:
+    """The refusal of binding `what`; `denied` is its kind (name, address or label) and
+    value, which the platform profile's message names."""
     return ApiError(
         Code.AGENT_BIND_DENIED,
         f"endpoints[{index}]: the ACL of the credential {credential.id!r} does not allow "
         f"binding {what}; add a bind rule for it (PATCH /credentials/{{id}}) or connect with "
         "another credential.",
         field=f"endpoints.{index}",
+        context={"denied": denied[0], "value": denied[1]},
         credential_id=credential.id,
     )
 
