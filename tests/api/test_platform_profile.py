@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from starlette.testclient import TestClient
 
-from tests.factories import ApiClient, Session, tls_upload
+from tests.factories import ApiClient, Factory, Session, tls_upload
 from tests.openapi_check import SpecValidator
 from tunnelgw.core import platform_errors
 from tunnelgw.core.settings import Settings
@@ -958,6 +958,19 @@ def test_agent_connect_refusals(pair: Pair) -> None:
         tunnelgw=(403, "ERR_AGENT_BIND_DENIED"),
         platform=(403, "ERR_NGROK_308", rf"binding this address\. .* Address: '{address}'$"),
     )
+
+
+def test_admin_only(pair: Pair, factory: Factory) -> None:
+    member = factory.principal(pair.plain.creds.account_id)
+    as_member = Pair(member, ApiClient(pair.profiled.http, pair.profiled.validator, member.token))
+    for path in ("/bot_users", "/service_users"):
+        as_member.expect(
+            "POST",
+            path,
+            json={"name": "ci"},
+            tunnelgw=(403, "ERR_PERMISSION_DENIED"),
+            platform=(403, "ERR_NGROK_4111", r"^You must be an admin to create, update, or delete"),
+        )
 
 
 def test_secret_fields(pair: Pair) -> None:
