@@ -84,7 +84,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         url,
         "tgw_terraform_" + secrets.token_hex(12),
         workers=1,
-        env={"TUNNELGW_PROFILE": "platform"},
+        # The admin API loads the fixture the session data sources read.
+        env={"TUNNELGW_PROFILE": "platform", "TUNNELGW_ADMIN_API": "true"},
     )
     server.start()
     try:
@@ -238,3 +239,71 @@ def test_every_resource_and_data_source(
     # 4. destroy, and nothing is left on the server.
     tofu.run("destroy", "-auto-approve")
     assert _leftovers(api) == {}
+
+
+def test_session_data_sources(
+    binaries: Path, live: Server, api: httpx.Client, tmp_path: Path
+) -> None:
+    """The three data sources over objects only an agent or a visitor makes (a tunnel
+    session, an application user and session), loaded as a fixture."""
+    name = f"front{uuid.uuid4().hex[:8]}"
+    loaded = api.post(
+        "/_admin/fixtures",
+        json={
+            "version": 1,
+            "api": {
+                "credentials": [{"ref": "cred", "acl": ["bind:*.tunnelgw.test"]}],
+                "reserved_domains": [{"ref": "site", "name": name}],
+                "endpoints": [
+                    {
+                        "ref": "front",
+                        "url": f"https://{name}.tunnelgw.test",
+                        "traffic_policy": "on_http_request: [{actions: [{type: deny}]}]",
+                    }
+                ],
+            },
+            "agent_sessions": [
+                {
+                    "ref": "agent",
+                    "credential_id": "@cred",
+                    "os": "linux",
+                    "endpoints": [{"url": "https://agent.tunnelgw.test"}],
+                }
+            ],
+            "application_users": [{"ref": "bob", "username": "bob"}],
+            "application_sessions": [
+                {"ref": "visit", "application_user_id": "@bob", "endpoint_id": "@front"}
+            ],
+        },
+    )
+    assert loaded.status_code in (200, 201), loaded.text
+    labels = loaded.json()["labels"]
+    work = tmp_path / "sessions"
+    work.mkdir()
+    tofu = Tofu(binaries, work, live)
+    tofu.write(
+        configs.PROVIDER
+        + f"""
+data "ngrok_tunnel_session" "s" {{ id = "{labels["agent"]}" }}
+data "ngrok_application_user" "u" {{ id = "{labels["bob"]}" }}
+data "ngrok_application_session" "v" {{ id = "{labels["visit"]}" }}
+output "sessions" {{
+  value = {{
+    os       = data.ngrok_tunnel_session.s.os
+    username = data.ngrok_application_user.u.username
+    user     = data.ngrok_application_session.v.application_user_id
+    endpoint = data.ngrok_application_session.v.endpoint_id
+  }}
+}}
+"""
+    )
+    tofu.apply()
+    tofu.assert_plan_empty()
+    got = json.loads(tofu.run("output", "-json", "sessions").stdout)
+    assert got == {
+        "os": "linux",
+        "username": "bob",
+        "user": labels["bob"],
+        "endpoint": labels["front"],
+    }
+    assert api.post("/_admin/reset").status_code == 200
