@@ -14,8 +14,10 @@ therefore refuses to build it.
 
 The provider (``github.com/ngrok/terraform-provider-ngrok``) is built the same way from the proxy.
 When the proxy does not serve it (it answers 403 "not available" for this module at the time of
-writing), ``TUNNELGW_TERRAFORM_PROVIDER_SRC`` may name a checkout of the provider's repository at
-the wanted tag; it is then built from there, its dependencies still coming from the proxy.
+writing), the module's repository is asked directly (``GOPROXY=direct``, verified against the
+checksum database); failing that, ``TUNNELGW_TERRAFORM_PROVIDER_SRC`` may name a checkout of the
+provider's repository at the wanted tag; it is then built from there, its dependencies still
+coming from the proxy.
 Nothing of either project is copied into this repository.
 """
 
@@ -68,7 +70,9 @@ def _go(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-def _download(module: str, version: str, cwd: Path) -> dict[str, str]:
+def _download(
+    module: str, version: str, cwd: Path, env: dict[str, str] | None = None
+) -> dict[str, str]:
     """``go mod download -json``; BuildUnavailableError when the proxy refuses the module."""
     go = shutil.which("go")
     if go is None:
@@ -76,7 +80,7 @@ def _download(module: str, version: str, cwd: Path) -> dict[str, str]:
     proc = subprocess.run(
         [go, "mod", "download", "-json", f"{module}@{version}"],
         cwd=cwd,
-        env={**os.environ, "GOWORK": "off"},
+        env={**os.environ, "GOWORK": "off", **(env or {})},
         capture_output=True,
         text=True,
         timeout=GO_TIMEOUT,
@@ -110,8 +114,15 @@ def _replaces(go_mod: str) -> list[str]:
     return [r for r in out if not r.split("=>", 1)[1].strip().startswith(".")]
 
 
-def _build_from_proxy(module: str, version: str, package: str, out: Path, work: Path) -> None:
-    info = _download(module, version, work)
+def _build_from_proxy(
+    module: str,
+    version: str,
+    package: str,
+    out: Path,
+    work: Path,
+    env: dict[str, str] | None = None,
+) -> None:
+    info = _download(module, version, work, env)
     go_mod = Path(info["GoMod"]).read_text()
     go_line = next(
         (ln for ln in go_mod.splitlines() if ln.startswith("go ")),
@@ -123,7 +134,7 @@ def _build_from_proxy(module: str, version: str, package: str, out: Path, work: 
     lines += [f"replace {r}" for r in _replaces(go_mod)]
     (wrapper / "go.mod").write_text("\n".join(lines) + "\n")
     # `go get` fills in the requirement graph (and go.sum) as the module's own go.mod pins it.
-    _go(["get", f"{package}@{version}"], wrapper)
+    _go(["get", f"{package}@{version}"], wrapper, env)
     _go(["build", "-trimpath", "-o", str(out), package], wrapper, {"CGO_ENABLED": "0"})
 
 
@@ -145,9 +156,22 @@ def build_provider(bin_dir: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="tunnelgw-tfprovider-") as tmp:
         tmp_out = Path(tmp) / PROVIDER_BINARY
         try:
-            _build_from_proxy(
-                PROVIDER_MODULE, PROVIDER_VERSION, PROVIDER_MODULE, tmp_out, Path(tmp)
-            )
+            try:
+                _build_from_proxy(
+                    PROVIDER_MODULE, PROVIDER_VERSION, PROVIDER_MODULE, tmp_out, Path(tmp)
+                )
+            except BuildUnavailableError:
+                # A proxy's 403 is final for `go`; the module's own repository may still
+                # answer (GOPROXY=direct: git, checked against the checksum database).
+                shutil.rmtree(Path(tmp) / "wrapper", ignore_errors=True)
+                _build_from_proxy(
+                    PROVIDER_MODULE,
+                    PROVIDER_VERSION,
+                    PROVIDER_MODULE,
+                    tmp_out,
+                    Path(tmp),
+                    {"GOPROXY": "direct"},
+                )
         except BuildUnavailableError as refused:
             src = os.environ.get("TUNNELGW_TERRAFORM_PROVIDER_SRC")
             if not src:
@@ -169,8 +193,10 @@ def build() -> Path:
     """Build what is missing; return the directory holding bin/tofu and the provider."""
     bin_dir = cache_dir() / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    build_tofu(bin_dir)
+    # The provider first: when it cannot be had (the proxy refuses it and no checkout is
+    # given), nothing is spent on OpenTofu's build (minutes on a fresh machine).
     build_provider(bin_dir)
+    build_tofu(bin_dir)
     return cache_dir()
 
 

@@ -170,7 +170,8 @@ resource "ngrok_event_subscription" "es" {
   metadata        = jsonencode($meta)
   destination_ids = [ngrok_event_destination.ed.id]
   sources = [{
-    type = "http_request_complete.v0"
+    type   = "http_request_complete.v0"
+    fields = $fields
   }]
 }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import uuid
@@ -26,7 +27,7 @@ import httpx
 import pytest
 
 from tests import factories, pgcluster
-from tests.stress.server import Server
+from tests.stress.server import ROOT, Server
 from tests.terraform import build, configs
 
 pytestmark = pytest.mark.terraform
@@ -307,3 +308,30 @@ output "sessions" {{
         "endpoint": labels["front"],
     }
     assert api.post("/_admin/reset").status_code == 200
+
+
+def _docs_configuration() -> str:
+    """The configuration of docs/terraform.md: its ```hcl block that starts `terraform {`."""
+    page = (ROOT / "docs" / "terraform.md").read_text()
+    found = [
+        b for b in re.findall(r"```hcl\n(.*?)```", page, re.DOTALL) if b.startswith("terraform {")
+    ]
+    assert len(found) == 1, "docs/terraform.md has one example configuration"
+    return found[0]
+
+
+def test_the_docs_page_configuration_applies(
+    binaries: Path, live: Server, api: httpx.Client, tmp_path: Path
+) -> None:
+    """docs/terraform.md's example, as printed: apply, an empty plan, import, destroy."""
+    tofu = Tofu(binaries, tmp_path, live)
+    tofu.write(_docs_configuration())
+    tofu.apply()
+    tofu.assert_plan_empty()
+    domain = _resources(tofu)["ngrok_domain.app"]
+    assert json.loads(tofu.run("output", "-json", "domain_id").stdout) == domain["id"]
+    tofu.run("state", "rm", "ngrok_domain.app")
+    tofu.run("import", "ngrok_domain.app", domain["id"])
+    tofu.assert_plan_empty()
+    tofu.run("destroy", "-auto-approve")
+    assert _leftovers(api) == {}
