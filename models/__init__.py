@@ -1,6 +1,7 @@
 """SQLModel tables, one module per table; importing this package registers them all."""
 
 from models.abuse_report import AbuseReport
+from models.access_token import AccessToken
 from models.account import Account
 from models.agent_ingress import AgentIngress
 from models.api_key import ApiKey
@@ -43,6 +44,7 @@ from models.vault_secret import VaultSecret
 
 __all__ = [
     "AbuseReport",
+    "AccessToken",
     "Account",
     "AgentIngress",
     "ApiKey",

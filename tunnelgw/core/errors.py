@@ -155,6 +155,11 @@ class Code(enum.Enum):
         403,
         "The API key belongs to an inactive bot user; an admin can make it active again.",
     )
+    SCOPE_REQUIRED = (
+        403,
+        "The access token is valid, but its scopes do not allow this operation "
+        "(`details.scope` names the scope it needs).",
+    )
     AGENT_AUTH_FAILED = (
         403,
         "The agent's authtoken is not the token of a tunnel credential of the account.",

@@ -256,6 +256,7 @@ def token_problem(token: str) -> str | None:
 QUOTA_KINDS = frozenset(
     {
         "abuse_report",
+        "access_token",
         "agent_ingress",
         "api_key",
         "certificate_authority",
