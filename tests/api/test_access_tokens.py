@@ -15,6 +15,7 @@ from sqlmodel import select
 from models import AccessToken
 from tests.factories import assert_error
 from tunnelgw.storage import records
+from tunnelgw.testing.admin import AdminCalls, TunnelgwError
 
 PATH = "/access_tokens"
 CLOCK = "/_admin/clock"
@@ -257,3 +258,37 @@ def test_the_journal_names_the_credential_and_scope(admin, factory):
     assert listed["principal_id"] == admin.creds.principal_id
     assert (refused["status"], refused["error_code"]) == (403, "ERR_SCOPE_REQUIRED")
     assert (refused["access_token_id"], refused["scope"]) == (made["id"], "backends:write")
+
+
+class _Kit(AdminCalls):
+    """The testing kit's calls (tunnelgw.testing) over this suite's in-process client."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def _admin(self, method: str, path: str, body: Any = None) -> Any:
+        extra = {} if body is None else {"json": body}
+        answer = self.session.request(method, path, **extra)
+        if answer.is_error:
+            raise TunnelgwError(method, path, answer.status_code, answer.json())
+        return answer.json() if answer.content else None
+
+
+def test_the_kit_makes_a_token_with_given_scopes(admin, factory):
+    kit = _Kit(admin)
+    token = kit.access_token(["backends:read"], expires_at=_later(600))
+    assert token.startswith("tgw_pat_")
+    job = factory.client(token)
+    # "This job needs only these scopes": its reads work, a write would be refused.
+    assert job.get(HRB).status_code == 200
+    assert_error(job.post(HRB, json={}), 403, "ERR_SCOPE_REQUIRED")
+    made = admin.get(PATH).json()["access_tokens"][0]
+    assert (made["scopes"], made["description"]) == (["backends:read"], "testing kit")
+    # The scopes a run needed, whichever credential made its requests.
+    assert admin.post(HRB, json={"body": "x"}).status_code == 201
+    assert kit.scopes_used() == {
+        "access-tokens:write",
+        "access-tokens:read",
+        "backends:read",
+        "backends:write",
+    }

@@ -4,7 +4,7 @@
   port of 127.0.0.1, with the admin API on: `base_url`, `token`, `account_id`, `headers`,
   `client()`, `reset()`, `load()`, `advance()`, `set_time()`, `fault()`,
   `connect_agent()`, `disconnect_agent()`, `requests()`, `request_count()`, `verify()`,
-  `clear_requests()`, `stop()`.
+  `clear_requests()`, `access_token()`, `scopes_used()`, `stop()`.
 - `TunnelgwError`: an error answer of the server; `TunnelgwStartError`: a failed start;
   `VerificationError`: a failed `verify()` (an AssertionError listing what was recorded).
 - The pytest plugin (`tunnelgw.testing.pytest_plugin`, registered through the `pytest11`
