@@ -10,11 +10,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from sqlmodel import select
 
 from models import AccessToken
 from tests.factories import assert_error
 from tunnelgw.storage import records
+from tunnelgw.testing import TunnelgwServer
 from tunnelgw.testing.admin import AdminCalls, TunnelgwError
 
 PATH = "/access_tokens"
@@ -292,3 +294,27 @@ def test_the_kit_makes_a_token_with_given_scopes(admin, factory):
         "backends:read",
         "backends:write",
     }
+
+
+def test_revoked_and_expired_tokens_are_refused_by_every_worker():
+    """Two workers on one database: each request on a new connection (so both workers answer
+    some), every one refused once the token is revoked, or once the clock passes expiry."""
+    with TunnelgwServer(workers=2) as server:
+        revoked = server.access_token(["tunnels:read"])
+        expiring = server.access_token(["tunnels:read"], expires_at=_later(600))
+
+        def statuses(token: str) -> set[int]:
+            headers = {"Authorization": f"Bearer {token}", "Service-Version": "2"}
+            found = set()
+            for _ in range(12):
+                with httpx.Client(base_url=server.base_url, headers=headers) as client:
+                    found.add(client.get("/tunnels", headers={"Connection": "close"}).status_code)
+            return found
+
+        assert statuses(revoked) == statuses(expiring) == {200}
+        with server.client() as client:
+            token_id = client.get(PATH).json()["access_tokens"][-1]["id"]
+            assert client.post(f"{PATH}/{token_id}/revoke", json={}).status_code == 200
+        assert statuses(revoked) == {401}
+        server.advance(3600)
+        assert statuses(expiring) == {401}
