@@ -38,9 +38,9 @@ def _scopes(caller: Caller, wanted: Iterable[str]) -> Sequence[str]:
     return chosen
 
 
-def _expiry(text: str | None) -> datetime | None:
+def expiry(text: str | None) -> datetime | None:
     """`expires_at`: None for a token that does not expire; else a time after now (on the
-    account's clock), whole seconds."""
+    account's clock), whole seconds. The spec's `x-check: access-token-expiry`."""
     if not text:
         return None
     try:
@@ -63,7 +63,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = auth.caller()
     chosen = _scopes(caller, body.get("scopes") or ())
-    expires_at = _expiry(body.get("expires_at"))
+    expires_at = expiry(body.get("expires_at"))
     token = auth.new_access_token()
     async with db.write() as unit:
         # Share-locked, as an owned row's owner is (tunnelgw.services.ownership.owner).
