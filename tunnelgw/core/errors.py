@@ -153,7 +153,8 @@ class Code(enum.Enum):
     )
     PRINCIPAL_INACTIVE = (
         403,
-        "The API key belongs to an inactive bot user; an admin can make it active again.",
+        "The API key or access token belongs to an inactive bot user; an admin can make it "
+        "active again.",
     )
     SCOPE_REQUIRED = (
         403,
