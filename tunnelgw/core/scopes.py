@@ -55,11 +55,24 @@ _FAMILIES: dict[str, tuple[str, ...]] = {
     "vaults": ("read", "write"),
 }
 
+# Scopes the platform's authorization server lists that no operation here needs: a token may
+# hold them (a client sending one is not refused), and they allow nothing more here.
+_UNUSED = frozenset(
+    {
+        "agents:manage",
+        "agents:read",
+        "agents:write",
+        "domains:write:certificates",
+        "endpoints:admin",
+    }
+)
+
 # Every scope a token may hold, sorted (the spec's `AccessTokenScope` enum lists the same).
 SCOPES: Final[tuple[str, ...]] = tuple(
     sorted(
         {f"{family}:{verb}" for family, verbs in _FAMILIES.items() for verb in verbs}
         | {TUNNEL_START}
+        | _UNUSED
     )
 )
 
