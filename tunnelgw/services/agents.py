@@ -121,9 +121,18 @@ async def _access_token(unit: Unit, account_id: str, authtoken: str) -> Credenti
             "The authtoken is the form of an access token, but not one of this account (or "
             "it was deleted). Create one with the tunnel:start scope (POST /access_tokens).",
             field="authtoken",
+            context={"authtoken": masked(authtoken)},
         )
     token = found[0]
-    auth.check_usable(token.id, token.expires_at, token.revoked_at)
+    problem = auth.unusable(token.id, token.expires_at, token.revoked_at)
+    if problem is not None:
+        raise ApiError(
+            Code.AGENT_AUTH_FAILED,
+            problem,
+            field="authtoken",
+            access_token_id=token.id,
+            context={"authtoken": masked(authtoken)},
+        )
     if scopes.TUNNEL_START not in token.scopes:
         raise ApiError(
             Code.SCOPE_REQUIRED,
@@ -133,6 +142,7 @@ async def _access_token(unit: Unit, account_id: str, authtoken: str) -> Credenti
             scope=scopes.TUNNEL_START,
             access_token_id=token.id,
             field="authtoken",
+            context={"scope": scopes.TUNNEL_START, "id": token.id},
         )
     # Never added to the unit: it carries the token's id, account and owner to `start`.
     return Credential.new(

@@ -114,7 +114,14 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         caller = Caller(account_id, principal_id, is_admin, key_id, restriction, bool(faults))
         return {"sub": principal_id, "caller": caller}
     scopes, expires_at, revoked_at = found[9:12]
-    check_usable(key_id, expires_at, revoked_at)
+    problem = unusable(key_id, expires_at, revoked_at)
+    if problem is not None:
+        raise ApiError(
+            Code.INVALID_CREDENTIALS,
+            problem,
+            access_token_id=key_id,
+            context={"credential": masked(token)},
+        )
     caller = Caller(
         account_id,
         principal_id,
@@ -128,23 +135,16 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     return {"sub": principal_id, "caller": caller}
 
 
-def check_usable(token_id: str, expires_at: Any, revoked_at: Any) -> None:
-    """ApiError(401) for an access token that is revoked, or expired on the account's clock
-    (set for the request already: `timefmt.now()`)."""
+def unusable(token_id: str, expires_at: Any, revoked_at: Any) -> str | None:
+    """Why an access token no longer authenticates: revoked, or expired on the account's
+    clock (set for the request already: `timefmt.now()`); None while it does."""
     if revoked_at is not None:
-        raise ApiError(
-            Code.INVALID_CREDENTIALS,
-            f"The access token {token_id!r} was revoked at "
-            f"{timefmt.rfc3339(_aware(revoked_at))}; create a new one.",
-            access_token_id=token_id,
-        )
+        when = timefmt.rfc3339(_aware(revoked_at))
+        return f"The access token {token_id!r} was revoked at {when}; create a new one."
     if expires_at is not None and _aware(expires_at) <= timefmt.now():
-        raise ApiError(
-            Code.INVALID_CREDENTIALS,
-            f"The access token {token_id!r} expired at {timefmt.rfc3339(_aware(expires_at))}; "
-            "create a new one.",
-            access_token_id=token_id,
-        )
+        when = timefmt.rfc3339(_aware(expires_at))
+        return f"The access token {token_id!r} expired at {when}; create a new one."
+    return None
 
 
 def _aware(value: Any) -> datetime:

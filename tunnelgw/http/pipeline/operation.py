@@ -155,6 +155,7 @@ class Operation:
                 "it (PATCH /access_tokens/{id}), or use a token that has it.",
                 scope=self.scope,
                 access_token_id=caller.access_token_id or "",
+                context={"scope": self.scope},
             )
 
     async def _check_ip_restrictions(self, scope: Scope, caller: auth.Caller) -> None:
