@@ -9,7 +9,6 @@ import json
 import logging.config
 import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -142,9 +141,10 @@ def test_a_bad_file_stops_the_start_with_its_name_and_line(serve, factory, tmp_p
     (seeds / "02-bad.yaml").write_text(
         "version: 1\napi:\n  http_response_backends: [{status_code: 999}]\n"
     )
-    status, out, err = serve(capsys, "--seed-dir", str(seeds))
+    status, _out, err = serve(capsys, "--seed-dir", str(seeds))
     assert status == 2
-    assert f"{seeds / '02-bad.yaml'}:3:" in err and "ERR_" in err
+    assert f"{seeds / '02-bad.yaml'}:3:" in err
+    assert "ERR_" in err
     assert "the files before it stay loaded" in err
     record = json.loads((tmp_path / "data" / seeddir.RECORD_FILE).read_text())
     assert set(record["files"]) == {"01-good.yaml"}
