@@ -131,7 +131,7 @@ def test_a_bad_file_stops_the_start_with_its_name_and_line(serve, factory, tmp_p
     (seeds / "01-good.yaml").write_text(f"version: 1\naccount: {name}\ntunnels: [{{}}]\n")
     (seeds / "02-bad.yaml").write_text("version: 1\ntunnels:\n  - colour: red\n")
     before = len(_accounts(factory))
-    status, out, err = serve(capsys, "--seed-dir", str(seeds))
+    status, _out, err = serve(capsys, "--seed-dir", str(seeds))
     assert status == 2
     assert f"{seeds / '02-bad.yaml'}:3:5: $.tunnels[0].colour: unknown key 'colour'" in err
     assert "nothing was written" in err
