@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_testing_kit import WORLD, kit  # noqa: F401 - the child pytest's fixture
+from tests.api.test_testing_kit import ROOT, WORLD, kit  # noqa: F401 - the child pytest's fixture
 from tunnelgw.testing import TunnelgwError, TunnelgwServer
 
 HRB = "/backends/http_response"
@@ -157,11 +157,22 @@ def test_two_xdist_workers_on_one_server_each_see_only_their_account(kit, server
     assert {a["id"] for a in server.accounts()} == before  # every one dropped
 
 
+def _documented_example() -> str:
+    """The `account` example of docs/testing-your-code.md."""
+    section = (ROOT / "docs" / "testing-your-code.md").read_text()
+    section = section[section.index("## Accounts per test or per worker") :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```\n", start)]
+
+
 def test_a_shared_server_for_the_workers(kit, tmp_path):  # noqa: F811
-    """--tunnelgw-shared: the xdist controller starts one server for both workers."""
+    """--tunnelgw-shared: the xdist controller starts one server for both workers (which
+    run the documented example too)."""
     folder, out = _child_suite(tmp_path)
+    (folder / "test_documented.py").write_text(_documented_example())
     done = kit.pytest(folder, "-n", "2", "--tunnelgw-shared", KIT_OUT=str(out))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "13 passed" in done.stdout, done.stdout
     records = _records(out)
     assert len({r["base_url"] for r in records}) == 1
     assert {r["worker"] for r in records} == {"gw0", "gw1"}
