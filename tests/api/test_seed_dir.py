@@ -29,7 +29,8 @@ def serve(settings, monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
 
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
     monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
-    for var in {*cli.SERVE_FLAGS.values(), "PROMETHEUS_MULTIPROC_DIR", "TUNNELGW_BOOTSTRAP_TOKEN"}:
+    others = ("PROMETHEUS_MULTIPROC_DIR", "TUNNELGW_BOOTSTRAP_TOKEN", "TUNNELGW_OPERATOR_TOKEN")
+    for var in {*cli.SERVE_FLAGS.values(), *others, "TUNNELGW_ADMIN_API"}:
         monkeypatch.setenv(var, "")
         monkeypatch.delenv(var)
     monkeypatch.setenv("TUNNELGW_DATA_DIR", str(tmp_path / "data"))
@@ -166,3 +167,19 @@ def _accounts(factory: Any) -> list[dict[str, Any]]:
             return found
         params["before_id"] = page["accounts"][-1]["id"]
     raise AssertionError("too many accounts")
+
+
+def test_the_operator_token_is_never_an_accounts_key(serve, factory, capsys, monkeypatch):
+    made = factory.client(OPERATOR_TOKEN).post("/_admin/accounts", json={}).json()
+    monkeypatch.setenv("TUNNELGW_OPERATOR_TOKEN", made["token"])
+    with pytest.raises(SystemExit, match="is the token of an account's API key"):
+        serve(capsys)
+    monkeypatch.setenv("TUNNELGW_OPERATOR_TOKEN", OPERATOR_TOKEN)
+    status, _out, err = serve(capsys)  # the admin API is off: said, and the start goes on
+    assert status == 0
+    assert "TUNNELGW_OPERATOR_TOKEN is set but the admin API is off" in err
+    monkeypatch.setenv("TUNNELGW_OPERATOR_TOKEN", "short")
+    assert serve(capsys)[0] == 2  # too weak: refused, as a bootstrap token would be
+    assert (
+        factory.client(OPERATOR_TOKEN).delete(f"/_admin/accounts/{made['id']}").status_code == 200
+    )

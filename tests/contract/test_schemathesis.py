@@ -319,4 +319,4 @@ def test_schemathesis_admin_api(
         )
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-        assert "Selected: 15/" in result.stdout, result.stdout[-3000:]
+        assert "Selected: 18/" in result.stdout, result.stdout[-3000:]
