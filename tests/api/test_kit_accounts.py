@@ -77,10 +77,11 @@ HRB = "/backends/http_response"
 
 
 def _record(kind, made, marker):
-    out = Path(os.environ["KIT_OUT"]) / f"{marker}.json"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    out = Path(os.environ["KIT_OUT"]) / f"{worker}-{marker}.json"
     out.write_text(json.dumps({
         "kind": kind,
-        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "worker": worker,
         "account_id": made.account_id,
         "base_url": made.base_url,
     }))
@@ -140,19 +141,22 @@ def test_two_xdist_workers_on_one_server_each_see_only_their_account(kit, server
         folder,
         "-n",
         "2",
+        "--dist",
+        "each",  # both workers run every test, at the same time, on the one server
         "--tunnelgw-url",
         server.base_url,
         KIT_OUT=str(out),
         TUNNELGW_OPERATOR_TOKEN=server.operator_token,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "10 passed" in done.stdout, done.stdout
+    assert "20 passed" in done.stdout, done.stdout
     records = _records(out)
     tests = [r for r in records if r["kind"] == "account"]
-    workers = {r["worker"]: r["account_id"] for r in records if r["kind"] == "worker"}
-    assert {r["worker"] for r in records} == {"gw0", "gw1"}  # both workers ran tests
-    assert len({r["account_id"] for r in tests}) == 6  # one account per test
-    assert len(set(workers.values())) == 2  # one per worker
+    workers = {(r["worker"], r["account_id"]) for r in records if r["kind"] == "worker"}
+    assert {r["worker"] for r in records} == {"gw0", "gw1"}  # both workers ran the tests
+    assert len({r["account_id"] for r in tests}) == 12  # one account per test and worker
+    assert len(workers) == 2  # one account per worker
+    assert len({account for _, account in workers}) == 2
     assert {r["base_url"] for r in records} == {server.base_url}  # one server
     assert {a["id"] for a in server.accounts()} == before  # every one dropped
 
@@ -170,10 +174,10 @@ def test_a_shared_server_for_the_workers(kit, tmp_path):  # noqa: F811
     run the documented example too)."""
     folder, out = _child_suite(tmp_path)
     (folder / "test_documented.py").write_text(_documented_example())
-    done = kit.pytest(folder, "-n", "2", "--tunnelgw-shared", KIT_OUT=str(out))
+    done = kit.pytest(folder, "-n", "2", "--dist", "each", "--tunnelgw-shared", KIT_OUT=str(out))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "13 passed" in done.stdout, done.stdout
+    assert "26 passed" in done.stdout, done.stdout
     records = _records(out)
     assert len({r["base_url"] for r in records}) == 1
     assert {r["worker"] for r in records} == {"gw0", "gw1"}
-    assert len({r["account_id"] for r in records if r["kind"] == "account"}) == 6
+    assert len({r["account_id"] for r in records if r["kind"] == "account"}) == 12

@@ -309,6 +309,11 @@ def test_schemathesis_admin_api(
             creds.token,
             "--include-tag",
             "admin",
+            # The account operations take the operator token, not the one account key this
+            # run sends (tests/api/test_accounts.py covers them and their credential).
+            *("--exclude-operation-id", "admin.create_account"),
+            *("--exclude-operation-id", "admin.list_accounts"),
+            *("--exclude-operation-id", "admin.delete_account"),
             "--max-examples",
             MAX_EXAMPLES,
             "--max-time",
@@ -319,4 +324,4 @@ def test_schemathesis_admin_api(
         )
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-        assert "Selected: 18/" in result.stdout, result.stdout[-3000:]
+        assert "Selected: 15/" in result.stdout, result.stdout[-3000:]

@@ -32,7 +32,9 @@ def _call(client: httpx.Client, method: str, path: str, body: Any = None, **para
     """One request; the JSON answer (None when empty); an error status as TunnelgwError."""
     content = None if body is None else json.dumps(body, default=inputs.json_default)
     headers = {"Content-Type": "application/json"} if content is not None else {}
-    response = client.request(method, path, content=content, headers=headers, params=params)
+    # No `params=` without any: httpx would drop the query the path carries.
+    extra: dict[str, Any] = {"params": params} if params else {}
+    response = client.request(method, path, content=content, headers=headers, **extra)
     if response.is_error:
         try:
             error: Any = response.json()
