@@ -302,14 +302,14 @@ def test_endpoint_stored_fields_and_refs(admin, factory):
     assert got["traffic_policy"] == "on_http_request: []"
     assert got["bindings"] == ["public", "internal"]
     assert got["pooling_enabled"] is True
-    assert got["principal"] == {"id": user_id, "uri": f"http://testserver/users/{user_id}"}
+    assert got["principal"] == {"id": user_id, "uri": ""}
     assert got["tunnel_session"] == {
         "id": session_id,
         "uri": f"http://testserver/tunnel_sessions/{session_id}",
     }
     by_bot = _endpoint(factory, admin.creds.account_id, principal_id=bot_id)
     assert admin.get(f"/endpoints/{by_bot.id}").json()["principal"]["uri"] == (
-        f"http://testserver/bot_users/{bot_id}"
+        f"http://testserver/service_users/{bot_id}"
     )
 
 
