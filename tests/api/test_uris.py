@@ -136,6 +136,7 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             "vaults",
             "vault_secrets",
             "ssh_host_certificates",
+            "ai_gateway_api_keys",
         }
         # Refs of every shape the responses carry were followed (a sample of them).
         for ref in (
@@ -156,6 +157,8 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             f"/vault_secrets/{labels['billing-token']}",
             f"/ssh_credentials/{labels['device-132']}",
             f"/ssh_host_certificates/{labels['bastion-cert']}",
+            f"/ai_gateway_api_keys/{labels['shop-assistant-key']}",
+            f"/endpoints/{labels['shop-front']}",
         ):
             assert ref in seen, ref
         # Abuse reports have no list to reach them from: their own uri answers.
