@@ -38,6 +38,7 @@ def _checked_domain(domain: str) -> str:
                 Code.DOMAIN_IN_USE,
                 f"{domain!r} is the service's domain {service!r} or under it; an agent "
                 "ingress needs a domain you own.",
+                context={"domain": domain, "reason": "service"},
                 field="domain",
             )
     return domain
@@ -63,6 +64,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
             raise ApiError(
                 Code.DOMAIN_IN_USE,
                 f"{domain!r} is already the domain of an agent ingress.",
+                context={"domain": domain},
                 field="domain",
             )
         await quotas.add(unit, ingress)

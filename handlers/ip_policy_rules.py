@@ -19,7 +19,8 @@ def _cidr(value: str) -> str:
     try:
         return cidrs.canonical(value)
     except cidrs.CidrError as exc:
-        raise ApiError(Code.INVALID_CIDR, str(exc), field="cidr") from None
+        context = {"cidr": value[:64]}
+        raise ApiError(Code.INVALID_CIDR, str(exc), context=context, field="cidr") from None
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from models import EndpointConfiguration, ReservedDomain, TlsCertificate
+from models.endpoint import cloud_endpoints_on
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError, Code
@@ -68,9 +69,14 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     row = _new_row(body, caller)
     async with db.write() as unit:
         # Checked first for a clear error; the unique index decides under races (409).
-        if await crud.taken(unit, ReservedDomain.domain, row.domain):
+        held_by = await crud.holder(unit, ReservedDomain.domain, row.domain)
+        if held_by is not None:
+            whose = "this account" if held_by == caller.account_id else "another account"
             raise ApiError(
-                Code.DOMAIN_IN_USE, f"{row.domain!r} is already reserved.", field="domain"
+                Code.DOMAIN_IN_USE,
+                f"{row.domain!r} is already reserved.",
+                context={"domain": row.domain, "reserved_by": whose},
+                field="domain",
             )
         cert_id = body.get("certificate_id")
         if cert_id is not None:
@@ -151,4 +157,22 @@ async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
 resource = crud.Resource(ReservedDomain, "reserved_domains")
-delete = resource.delete
+
+
+async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
+    """The reserved domain removed, unless a cloud endpoint is on it (the platform refuses
+    that too: its endpoints would be left without their domain)."""
+    async with db.write() as unit:
+        row = await crud.get_managed(unit, ReservedDomain, auth.caller(), id, lock=True)
+        users = await cloud_endpoints_on(unit, row.id)
+        if users:
+            raise ApiError(
+                Code.DOMAIN_REFERENCED,
+                f"The reserved domain {row.domain!r} is the domain of the cloud endpoint(s) "
+                f"{', '.join(users)}; delete them or change their URLs first.",
+                context={"domain": row.domain},
+                id=id,
+                endpoints=",".join(users),
+            )
+        await unit.delete(row)
+    return None, 204

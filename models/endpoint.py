@@ -8,13 +8,15 @@ from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from sqlalchemy import JSON, Index, String, Text
+from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
 from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
 
 
 class Endpoint(AccountScoped, table=True):
@@ -96,3 +98,15 @@ def url_parts(url: str) -> dict[str, Any]:
     when the URL has none)."""
     scheme, host, port = _parts(url)
     return {"url": url, "scheme": scheme, "host": host, "port": port}
+
+
+_CLOUD_ON_DOMAIN = Query(
+    select(Endpoint.id)  # type: ignore[call-overload]
+    .where(Endpoint.reserved_domain_id == bindparam("domain_id"), Endpoint.type == "cloud")
+    .order_by(Endpoint.id)
+)
+
+
+async def cloud_endpoints_on(unit: Unit, domain_id: str) -> list[str]:
+    """The ids of the cloud endpoints whose URL is on the reserved domain `domain_id`."""
+    return list((await unit.exec(_CLOUD_ON_DOMAIN, {"domain_id": domain_id})).all())

@@ -47,6 +47,7 @@ SERVE_FLAGS = {
     "max_connections": "TUNNELGW_MAX_CONNECTIONS",
     "log_level": "TUNNELGW_LOG_LEVEL",
     "version_header_alias": "TUNNELGW_VERSION_HEADER_ALIASES",
+    "profile": "TUNNELGW_PROFILE",
     "seed": "TUNNELGW_SEED",
     "seed_account": "TUNNELGW_SEED_ACCOUNT",
     "deterministic_ids": "TUNNELGW_ID_SEED",
@@ -87,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
         "--version-header-alias",
         metavar="NAMES",
         help="header names accepted in place of Service-Version (comma-separated)",
+    )
+    serve.add_argument(
+        "--profile",
+        choices=("tunnelgw", "platform"),
+        help="platform: answer with the platform's error codes, statuses and messages, and "
+        "accept its version header (default tunnelgw)",
     )
     serve.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
     serve.add_argument(

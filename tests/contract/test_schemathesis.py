@@ -320,3 +320,29 @@ def test_schemathesis_admin_api(
         print(result.stdout[-20000:])
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
         assert "Selected: 15/" in result.stdout, result.stdout[-3000:]
+
+
+def test_schemathesis_platform_profile(
+    tmp_path_factory: pytest.TempPathFactory, settings: Settings
+) -> None:
+    """The API operations again under the platform profile, against the spec that server
+    publishes (its codes and statuses): a shorter run, the same checks."""
+    profile = {"TUNNELGW_PROFILE": "platform"}
+    with _live_server(tmp_path_factory, settings, "contract-profile", **profile) as (srv, db):
+        creds, entries = _contract_account(db.resolved_database_url())
+        fixtures.load(EXAMPLE, db, creds.account_id)
+        api = [entry for entry in entries if not entry[0][1].startswith("admin.")]
+        config = seed.config(CONFIG, srv.data_dir / "schemathesis-profile.toml", api)
+        result = _schemathesis(
+            srv.base,
+            creds.token,
+            "--max-examples",
+            str(max(5, int(MAX_EXAMPLES) // 4)),
+            "--max-time",
+            str(max(60, int(MAX_TIME) // 4)),
+            *_seed(),
+            config=config,
+            own_key=creds.api_key_id,
+        )
+        print(result.stdout[-20000:])
+        assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]

@@ -171,6 +171,10 @@ class Code(enum.Enum):
     CONFLICT = (409, "The request conflicts with the current state.")
     SSH_CA_IN_USE = (409, "The SSH certificate authority signed certificates that are unexpired.")
     DOMAIN_IN_USE = (409, "The domain is already reserved.")
+    DOMAIN_REFERENCED = (
+        409,
+        "Cloud endpoints use the reserved domain; delete them or change their URLs first.",
+    )
     EVENT_SOURCE_EXISTS = (409, "The event subscription already has a source of that type.")
     CERTIFICATE_IN_USE = (409, "The TLS certificate is attached to a reserved domain.")
     BACKEND_IN_USE = (409, "The tunnel group backend is the backend of an edge or route.")
@@ -226,6 +230,8 @@ class ApiError(Exception):
     """An error rendered as the wire-conventions error body.
 
     `details` values are strings; `operation_id` is added when the error is rendered.
+    `context` holds values only the platform profile uses (the domain a message names, whose
+    account holds it, ...): tunnelgw's own body stays as it is.
     """
 
     def __init__(
@@ -234,12 +240,16 @@ class ApiError(Exception):
         msg: str | None = None,
         *,
         headers: Mapping[str, str] | None = None,
+        context: Mapping[str, str] | None = None,
         **details: str,
     ) -> None:
         self.code = code
         self.msg = msg or code.message
         self.details = details
         self.headers = dict(headers or {})
+        # Values the platform profile's messages quote and its code choice reads
+        # (tunnelgw.core.platform_errors); never rendered in tunnelgw's own body.
+        self.context: dict[str, str] = dict(context or {})
         super().__init__(self.msg)
 
     @property

@@ -9,10 +9,12 @@ import math
 import re
 from contextvars import ContextVar, Token
 from pathlib import Path
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tunnelgw.core import platform_errors
 
 
 class Settings(BaseSettings):
@@ -48,6 +50,10 @@ class Settings(BaseSettings):
     # More header names accepted in place of `Service-Version` (comma-separated), same value
     # rule: for client libraries that send the version under another name. Default none.
     version_header_aliases: str = ""
+    # `platform`: answer as the platform does on the wire where the API document is silent:
+    # its version header accepted, its error codes, statuses and messages
+    # (tunnelgw.core.platform_errors). `tunnelgw` (default): tunnelgw's own codes.
+    profile: Literal["tunnelgw", "platform"] = "tunnelgw"
     json_logs: bool = False
     # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
     admin_api: bool = False
@@ -187,7 +193,10 @@ class Settings(BaseSettings):
     def version_header_alias_list(self) -> list[str]:
         """The alias header names, lower-case, without duplicates or `Service-Version`."""
         names: list[str] = []
-        for name in self.version_header_aliases.split(","):
+        aliases = self.version_header_aliases.split(",")
+        if self.profile == "platform":  # the header the platform's clients send
+            aliases.append(platform_errors.VERSION_HEADER)
+        for name in aliases:
             name = name.strip().lower()
             if name and name != "service-version" and name not in names:
                 names.append(name)

@@ -25,7 +25,7 @@ from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
-from tunnelgw.core import ids, spec
+from tunnelgw.core import ids, platform_errors, spec
 from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError
 from tunnelgw.core.settings import Settings
@@ -61,7 +61,30 @@ def apply_settings(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
     enum = schemas["ReservedDomainCertPolicy"]["properties"]["authority"]["enum"]
     enum[:] = [settings.certificate_authority if value else value for value in enum]
     _admin_api(spec, enabled=settings.admin_api)
+    if settings.profile == "platform":
+        _platform_profile(spec)
     return spec
+
+
+# The statuses the platform profile answers in place of tunnelgw's (no 401 or 409 from the
+# platform: tunnelgw.core.platform_errors), with the response each is documented by.
+_PROFILE_STATUSES = {"401": ("403", "Forbidden"), "409": ("400", "BadRequest")}
+
+
+def _platform_profile(spec: dict[str, Any]) -> None:
+    """The platform profile's error bodies in the served spec: `error_code` is one of
+    tunnelgw's codes or one of the platform's, and absent on a plain not-found; an operation
+    that answers 401 or 409 documents the platform's 403 or 400 for the same failures."""
+    error = spec["components"]["schemas"]["Error"]
+    codes = error["properties"]["error_code"]
+    codes["enum"] = [*codes["enum"], *platform_errors.error_codes()]
+    error["required"] = [name for name in error["required"] if name != "error_code"]
+    for item in spec["paths"].values():
+        for operation in item.values():
+            responses = operation.get("responses") if isinstance(operation, dict) else None
+            for status, (answered, name) in _PROFILE_STATUSES.items():
+                if responses is not None and status in responses:
+                    responses.setdefault(answered, {"$ref": f"#/components/responses/{name}"})
 
 
 ADMIN_PREFIX = "/_admin/"
@@ -141,7 +164,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     document = apply_settings(spec.load(), settings)
     with _shipped_spec():
         app.add_api(document, resolver=RelativeResolver(HANDLERS), validate_responses=True)
-    render = ErrorRenderer(document)
+    render = ErrorRenderer(document, platform_profile=settings.profile == "platform")
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render.render)
     return app

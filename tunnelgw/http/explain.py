@@ -51,12 +51,14 @@ class Problem:
     msg: str
     field: tuple[str, ...]
     depth: int
+    # Values the platform profile's message quotes (ApiError.context).
+    context: tuple[tuple[str, str], ...] = ()
 
     def error(self) -> ApiError:
         name = ".".join(self.field)
         if not name:
             return ApiError(Code.INVALID_BODY, f"The request body is invalid: {self.msg}")
-        return ApiError(self.code, self.msg, field=name)
+        return ApiError(self.code, self.msg, context=dict(self.context), field=name)
 
 
 class Explainer:
@@ -112,7 +114,9 @@ class Explainer:
         for keyword, text in _LIMITS.items():
             limit = node.get(keyword)
             if limit is not None and _size(value, keyword) > limit:
-                return Problem(Code.FIELD_TOO_LONG, f"{at}{text.format(limit)}.", path, len(path))
+                sizes = (("limit", str(limit)), ("length", str(_size(value, keyword))))
+                msg = f"{at}{text.format(limit)}."
+                return Problem(Code.FIELD_TOO_LONG, msg, path, len(path), sizes)
         for keyword, text in _CHECKS.items():
             if keyword in node and not self._valid(node, keyword, value):
                 msg = at + text.format(value=_show(value), limit=_show(node[keyword])) + "."
@@ -250,9 +254,9 @@ def _object_problem(
         for key in value:
             if key not in known and not any(p.search(key) for p in patterns):
                 field = (*path, str(key))
-                return Problem(
-                    Code.UNKNOWN_FIELD, f"Unknown field {'.'.join(field)!r}.", field, len(path)
-                )
+                supported = (("supported", ", ".join(known)),)
+                msg = f"Unknown field {'.'.join(field)!r}."
+                return Problem(Code.UNKNOWN_FIELD, msg, field, len(path), supported)
     for name in node.get("required", ()):
         if name not in value:
             field = (*path, name)

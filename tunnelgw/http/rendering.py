@@ -20,7 +20,7 @@ from connexion.lifecycle import ConnexionResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from tunnelgw.core import platform
+from tunnelgw.core import platform, platform_errors
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform import Operation
 from tunnelgw.http.middleware import operation_id
@@ -69,9 +69,13 @@ class ErrorRenderer:
     matched the path, not every method of the path). A 404 for an operation of the platform's
     API that the spec does not serve is 501 ERR_NOT_IMPLEMENTED naming it
     (tunnelgw.core.platform); a 405 for one stays 405 and names it too.
+
+    Under the platform profile (`platform_profile=True`), the body, and its status, are the
+    platform's for the same failure (tunnelgw.core.platform_errors).
     """
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], *, platform_profile: bool = False) -> None:
+        self.platform_profile = platform_profile
         self._paths = [
             (_template_regex(path), sorted(m.upper() for m in item if m in _METHODS))
             for path, item in spec.get("paths", {}).items()
@@ -113,9 +117,13 @@ class ErrorRenderer:
         headers = dict(error.headers)
         if error.code is Code.METHOD_NOT_ALLOWED:
             headers["Allow"] = ", ".join(self.allowed(request.url.path))
+        if self.platform_profile:
+            status, body = platform_errors.body(error, op_id, request.url.path)
+        else:
+            status, body = error.code.status, error.body(op_id)
         return ConnexionResponse(
-            status_code=error.code.status,
-            body=_dumps(error.body(op_id)),
+            status_code=status,
+            body=_dumps(body),
             content_type="application/json",
             headers=headers,
         )

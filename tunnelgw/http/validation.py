@@ -116,6 +116,7 @@ def check_extensions(schema: dict[str, Any], body: Any) -> None:
                 raise ApiError(
                     Code.FIELD_TOO_LONG,
                     f"{name} is {size} bytes in UTF-8; the limit is {limit} bytes.",
+                    context={"limit": str(limit), "length": str(size)},
                     field=name,
                 )
         key_pattern = prop.get("x-key-pattern")

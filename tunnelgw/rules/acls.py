@@ -64,6 +64,7 @@ def checked(rules: Sequence[str] | None, field: str = "acl") -> list[str]:
             raise ApiError(
                 Code.INVALID_ACL_RULE,
                 f"{field}[{index}] {rule[:128]!r}: {why}; {EXPECTED}.",
+                context={"rule": rule[:128]},
                 field=f"{field}.{index}",
             )
     return list(rules or ())

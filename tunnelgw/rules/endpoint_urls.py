@@ -41,8 +41,8 @@ class Target:
         return f"{self.host}:{self.port}"
 
 
-def _error(code: Code, message: str) -> ApiError:
-    return ApiError(code, message, field="url")
+def _error(code: Code, message: str, url: str = "") -> ApiError:
+    return ApiError(code, message, context={"url": url[:256]}, field="url")
 
 
 def split(url: str) -> tuple[str, str, int | None]:
@@ -149,6 +149,7 @@ def _check_internal(url: str, host: str) -> None:
             Code.ENDPOINT_INTERNAL_HOST_REQUIRED,
             f"{url!r}: an endpoint with the internal binding needs a hostname ending in "
             ".internal (e.g. https://api.internal).",
+            url,
         )
     names = host.removeprefix("*.").split(".")[:-1]
     if len(names) > MAX_INTERNAL_SUBDOMAINS:
@@ -156,6 +157,7 @@ def _check_internal(url: str, host: str) -> None:
             Code.ENDPOINT_INTERNAL_HOST_REQUIRED,
             f"{url!r}: a .internal hostname has at most {MAX_INTERNAL_SUBDOMAINS} labels "
             "before .internal.",
+            url,
         )
 
 

@@ -53,6 +53,7 @@ def checked_target(target: dict[str, Any]) -> Target:
             Code.INVALID_EVENT_TARGET,
             f"target must set exactly one of {', '.join(KINDS)} (the others absent or null); "
             f"it sets {found}.",
+            context={"targets_given": str(len(given))},
             field="target",
         )
     kind = given[0]
@@ -69,6 +70,7 @@ def _check_aws_auth(kind: str, auth: dict[str, Any] | None) -> None:
             Code.INVALID_AWS_AUTH,
             f"target.{kind}.auth must set exactly one of role (an IAM role ARN to assume) or "
             f"creds (an access key id and secret); it sets {' and '.join(methods) or 'none'}.",
+            context={"given": str(len(methods))},
             field=f"target.{kind}.auth",
         )
 

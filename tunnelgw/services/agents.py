@@ -272,6 +272,7 @@ async def restart(unit: Unit, session: TunnelSession) -> TunnelSession:
             Code.AGENT_COMMAND_REFUSED,
             f"The agent of {session.id!r} runs on Windows, where an agent cannot restart "
             "itself; stop it and start it again instead.",
+            context={"command": "restart"},
             id=session.id,
         )
     now = timefmt.now()

@@ -24,6 +24,7 @@ from models import Account, ApiKey, Principal
 from models.base import AccountScoped
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.platform_errors import masked
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 
@@ -61,7 +62,8 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     for the request, not two) and carried to the handler's read of it (`take_carried`): the
     key is still checked on every request, in the very statement that reads the data."""
     if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
-        raise ApiError(Code.INVALID_CREDENTIALS)
+        context = {"reason": "malformed", "credential": masked(token)}
+        raise ApiError(Code.INVALID_CREDENTIALS, context=context)
     digest = hash_token(token)
     model = _MODELS_AT.get(row[0]) if row is not None else None
     target = (model, row[1]) if model is not None and row is not None else None
@@ -72,7 +74,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
             params = {"digest": digest, "row_id": target[1]}
             found = (await unit.exec(_with_row(target[0]), params)).first()
     if found is None or not hmac.compare_digest(found[0], digest):
-        raise ApiError(Code.INVALID_CREDENTIALS)
+        raise ApiError(Code.INVALID_CREDENTIALS, context={"credential": masked(token)})
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
         found, carried = found[:9], found[9]
         _carried.set((target[0], target[1], carried if carried.id is not None else None))

@@ -106,6 +106,7 @@ async def check_pool(unit: Unit, account_id: str, row: Endpoint) -> None:
         Code.ENDPOINT_URL_IN_USE,
         f"{row.public_url} ({row.bindings[0]}) is in use: {why}; endpoints share a URL only "
         "when pooling_enabled is true on all of them.",
+        context={"pooling": "enabled" if row.pooling_enabled else "disabled"},
         field="url",
         endpoints=names,
     )

@@ -74,6 +74,7 @@ async def get_reference(
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,
             f"No {model.__name__} with id {id_!r} in this account.",
+            context={"id": id_},
             field=field,
         )
     return row
@@ -82,6 +83,18 @@ async def get_reference(
 async def taken(unit: Unit, column: Any, value: str) -> bool:
     """Whether a row of any account has `value` in the unique `column` (e.g. a domain)."""
     return (await unit.exec(_taken_query(column), {"value": value})).first() is not None
+
+
+async def holder(unit: Unit, column: Any, value: str) -> str | None:
+    """The account whose row has `value` in the unique `column`, or None when no row has."""
+    found: str | None = (await unit.exec(_holder_query(column), {"value": value})).first()
+    return found
+
+
+@functools.cache
+def _holder_query(column: Any) -> Query:
+    account = column.class_.account_id
+    return Query(select(account).where(column == bindparam("value")).limit(1))
 
 
 @functools.cache

@@ -31,6 +31,7 @@ async def owner(unit: Unit, caller: Caller, owner_id: str | None) -> Principal:
         raise ApiError(
             Code.REFERENCE_NOT_FOUND,
             f"No principal {owner_id!r} in this account.",
+            context={"id": owner_id},
             field="owner_id",
         )
     return principal

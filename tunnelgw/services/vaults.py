@@ -104,6 +104,7 @@ async def vault_for_new_secret(unit: Unit, caller: Caller, body: dict[str, Any])
             raise ApiError(
                 Code.REFERENCE_NOT_FOUND,
                 f"The account has no vault called {vault_name!r}; create it (POST /vaults).",
+                context={"name": vault_name},
                 field="vault_name",
             )
         vault = found

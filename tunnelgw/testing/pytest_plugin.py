@@ -9,9 +9,10 @@
   conftest.py to choose them in code.
 
 Options: `--tunnelgw-database-url URL` (default: SQLite in a temporary directory),
-`--tunnelgw-fixture FILE`, `--tunnelgw-setting NAME=VALUE` (repeatable); ini keys
-`tunnelgw_database_url`, `tunnelgw_fixture` (relative to the ini file) and `tunnelgw_settings`
-(one NAME=VALUE per line).
+`--tunnelgw-fixture FILE`, `--tunnelgw-setting NAME=VALUE` (repeatable), `--tunnelgw-profile
+platform` (the platform's error codes, statuses and messages, and its version header; the
+setting `profile`); ini keys `tunnelgw_database_url`, `tunnelgw_fixture` (relative to the ini
+file), `tunnelgw_profile` and `tunnelgw_settings` (one NAME=VALUE per line).
 
 A failing test that used `tunnelgw` or `tunnelgw_server` gets the server's log lines written
 during it in its report ("tunnelgw server log"; access lines reach the log within 0.25 s).
@@ -55,7 +56,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a server setting (tunnelgw.core.settings.Settings), e.g. "
         "certificate_issue_delay_seconds=0; repeatable",
     )
+    group.addoption(
+        "--tunnelgw-profile",
+        choices=("tunnelgw", "platform"),
+        help="platform: the server answers errors with the platform's codes, statuses and "
+        "messages and accepts its version header (default tunnelgw)",
+    )
     parser.addini("tunnelgw_database_url", "database URL for the tunnelgw test server")
+    parser.addini("tunnelgw_profile", "tunnelgw or platform (see --tunnelgw-profile)")
     parser.addini(
         "tunnelgw_fixture", "fixture file for the tunnelgw test server (relative to the ini file)"
     )
@@ -89,6 +97,9 @@ def _settings(config: pytest.Config) -> dict[str, str]:
         if not sep or not name.strip():
             raise pytest.UsageError(f"tunnelgw setting {line!r}: expected NAME=VALUE")
         settings[name.strip().lower()] = value.strip()
+    profile: str = config.getoption("tunnelgw_profile") or config.getini("tunnelgw_profile")
+    if profile:
+        settings["profile"] = profile
     return settings
 
 

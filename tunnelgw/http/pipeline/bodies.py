@@ -48,6 +48,7 @@ class Body:
             raise ApiError(
                 Code.UNSUPPORTED_MEDIA_TYPE,
                 f"Content-Type {mime[:64]!r} is not supported; send {', '.join(self.consumes)}.",
+                context={"content_type": (content_type or "")[:64]},
             )
         raw_body.set(raw)
         if len(raw) > THREAD_BYTES:

@@ -39,7 +39,8 @@ class Param:
         kind = self.item_kind if self.kind == "array" else self.kind
         if kind == "integer":
             if not INTEGER.fullmatch(raw):
-                raise _invalid(self, f"{raw[:32]!r} is not an integer (ASCII digits).")
+                context = {"reason": "not_a_number", "value": raw[:32]}
+                raise _invalid(self, f"{raw[:32]!r} is not an integer (ASCII digits).", context)
             return int(raw)
         if kind == "boolean":
             if raw not in ("true", "false"):
@@ -51,11 +52,13 @@ class Param:
         validator = self.validator.get()
         if not validator.is_valid(value):
             error = next(iter(validator.iter_errors(value)))
-            raise _invalid(self, str(error.message))
+            raise _invalid(self, str(error.message), {"value": str(value)[:32]})
 
 
-def _invalid(param: Param, message: str) -> ApiError:
-    return ApiError(Code.INVALID_PARAMETER, f"{param.name}: {message}", param=param.name)
+def _invalid(param: Param, message: str, context: dict[str, str] | None = None) -> ApiError:
+    return ApiError(
+        Code.INVALID_PARAMETER, f"{param.name}: {message}", context=context, param=param.name
+    )
 
 
 _KINDS = {"string", "integer", "boolean", "array"}
@@ -143,6 +146,7 @@ class Parameters:
                     Code.INVALID_PARAMETER,
                     f"Unknown query parameter {name[:64]!r}; this operation takes "
                     f"{', '.join(sorted(self.query)) or 'none'}.",
+                    context={"reason": "unknown", "supported": ", ".join(sorted(self.query))},
                     param=name[:64],
                 )
             given.setdefault(name, []).append(value)
@@ -154,7 +158,9 @@ class Parameters:
             parts = values if param.explode else [p for v in values for p in v.split(",")]
             return [param.coerce(_unquote(part)) for part in parts]
         if len(values) > 1:
-            raise _invalid(param, "given more than once.")
+            shown = ", ".join(_unquote(v)[:32] for v in values[:5])
+            context = {"reason": "repeated", "count": str(len(values)), "values": shown}
+            raise _invalid(param, "given more than once.", context)
         return param.coerce(_unquote(values[0]))
 
 
@@ -174,6 +180,7 @@ def check_version(headers: list[tuple[bytes, bytes]], names: tuple[bytes, ...]) 
                     Code.VERSION_UNSUPPORTED,
                     f"{sent} {value[:20]!r} is not supported; "
                     f"send '{VERSION_HEADER}: {SUPPORTED_VERSION}'.",
+                    context={"version": value[:20]},
                     param=VERSION_HEADER,
                 )
             return

@@ -12,6 +12,7 @@ from connexion.utils import get_function_from_name
 from starlette.types import Scope
 
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.platform_errors import masked
 from tunnelgw.http.pipeline.parameters import Param, header
 from tunnelgw.rules import cidrs
 
@@ -55,7 +56,8 @@ def credential_check(operation: AbstractOperation) -> Authenticate | None:
             raise ApiError(Code.AUTHENTICATION_REQUIRED)
         kind, _, token = sent.partition(" ")
         if kind.lower() != "bearer" or not token.strip():
-            raise ApiError(Code.INVALID_CREDENTIALS)
+            context = {"reason": "scheme", "header": masked(sent)}
+            raise ApiError(Code.INVALID_CREDENTIALS, context=context)
         return await bearer_info(token.strip(), row)
 
     return authenticate
