@@ -3,6 +3,7 @@
 from models.abuse_report import AbuseReport
 from models.account import Account
 from models.agent_ingress import AgentIngress
+from models.ai_gateway_api_key import AiGatewayApiKey
 from models.api_key import ApiKey
 from models.application_session import ApplicationSession
 from models.application_user import ApplicationUser
@@ -45,6 +46,7 @@ __all__ = [
     "AbuseReport",
     "Account",
     "AgentIngress",
+    "AiGatewayApiKey",
     "ApiKey",
     "ApplicationSession",
     "ApplicationUser",

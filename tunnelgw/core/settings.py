@@ -288,6 +288,7 @@ QUOTA_KINDS = frozenset(
     {
         "abuse_report",
         "agent_ingress",
+        "ai_gateway_api_key",
         "api_key",
         "certificate_authority",
         "credential",
