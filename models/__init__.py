@@ -4,6 +4,7 @@ from models.abuse_report import AbuseReport
 from models.access_token import AccessToken
 from models.account import Account
 from models.agent_ingress import AgentIngress
+from models.ai_gateway_api_key import AiGatewayApiKey
 from models.api_key import ApiKey
 from models.application_session import ApplicationSession
 from models.application_user import ApplicationUser
@@ -47,6 +48,7 @@ __all__ = [
     "AccessToken",
     "Account",
     "AgentIngress",
+    "AiGatewayApiKey",
     "ApiKey",
     "ApplicationSession",
     "ApplicationUser",

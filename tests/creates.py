@@ -159,4 +159,7 @@ CREATES: dict[str, Create] = {
     ),
     "vaults.create": Create("/vaults", "vault", lambda c, t: {"name": _unique("v-")}),
     "vault_secrets.create": Create("/vault_secrets", "vault_secret", _vault_secret),
+    "ai_gateway_api_keys.create": Create(
+        "/ai_gateway_api_keys", "ai_gateway_api_key", lambda c, t: {"description": "assistant"}
+    ),
 }

@@ -631,15 +631,6 @@ def test_in_use_and_taken(pair: Pair) -> None:
         tunnelgw=(409, "ERR_SECRET_NAME_TAKEN"),
         platform=(400, "ERR_NGROK_24005", r"^Secret names must be unique within a vault\.$"),
     )
-    bot = {"name": _name("ci")}
-    assert pair.plain.post("/service_users", json=bot).status_code == 201
-    pair.expect(
-        "POST",
-        "/bot_users",
-        json=bot,
-        tunnelgw=(409, "ERR_BOT_USER_NAME_TAKEN"),
-        platform=(400, "ERR_NGROK_4112", r"^Service User names must be unique within an account"),
-    )
     pair.expect(
         "DELETE",
         f"/vaults/{vault}",

@@ -209,7 +209,6 @@ class Code(enum.Enum):
         "first.",
     )
     VAULT_NAME_TAKEN = (409, "The account already has a vault of that name.")
-    BOT_USER_NAME_TAKEN = (409, "The account already has a bot user (service user) of that name.")
     SECRET_NAME_TAKEN = (409, "The vault already has a secret of that name.")
     VAULT_NOT_EMPTY = (409, "The vault holds secrets; delete them first.")
     # 409: account snapshots (tunnelgw.services.snapshots).

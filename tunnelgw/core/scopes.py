@@ -29,6 +29,7 @@ _FAMILIES: dict[str, tuple[str, ...]] = {
     "abuse-reports": ("read", "write"),
     "access-tokens": ("read", "write"),
     "agent-ingresses": ("read", "write"),
+    "ai-gateway-api-keys": ("read", "write"),
     "api-keys": ("read", "write"),
     "application-sessions": ("read", "write"),
     "application-users": ("read", "write"),
@@ -81,6 +82,7 @@ _MODULE_FAMILY: dict[str, str] = {
     "abuse_reports": "abuse-reports",
     "access_tokens": "access-tokens",
     "agent_ingresses": "agent-ingresses",
+    "ai_gateway_api_keys": "ai-gateway-api-keys",
     "api_keys": "api-keys",
     "application_sessions": "application-sessions",
     "application_users": "application-users",
@@ -164,6 +166,10 @@ _VERBS: dict[str, tuple[str, ...]] = {
     "vaults": (*_CRUD, "list_secrets"),
 }
 _ADMIN_VERBS = (
+    # The operator's account operations take the operator token, never an access token.
+    "create_account",
+    "list_accounts",
+    "delete_account",
     "reset",
     "load_fixtures",
     "get_clock",

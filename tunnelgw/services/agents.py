@@ -263,8 +263,7 @@ async def _start(
         upstream_url=item.upstream_url,
         traffic_policy=item.traffic_policy,
         pooling_enabled=item.pooling_enabled,
-        # The credential's owner when it has an address in this API (a bot user).
-        principal_id=credential.owner_id if credential.owner_id.startswith("bot_") else None,
+        principal_id=credential.owner_id,  # a user's Ref has uri "" (principal_ref)
         tunnel_session_id=session.id,
         **common,
     )

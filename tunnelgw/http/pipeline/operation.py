@@ -118,13 +118,15 @@ class Operation:
         async with db.request_scope():
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
-                caller: auth.Caller = info["caller"]
-                auth.activate(caller)
-                scope[CALLER] = caller
-                if caller.scopes is not None:
-                    self._check_scope(caller)
-                if caller.api_restriction and self.restrictable:
-                    await self._check_ip_restrictions(scope, caller)
+                # None: the operator's token (the account operations), no account's caller.
+                caller: auth.Caller | None = info["caller"]
+                if caller is not None:
+                    auth.activate(caller)
+                    scope[CALLER] = caller
+                    if caller.scopes is not None:
+                        self._check_scope(caller)
+                    if caller.api_restriction and self.restrictable:
+                        await self._check_ip_restrictions(scope, caller)
             if isinstance(path, ApiError):  # reported after the credential check
                 raise path
             kwargs = self.parameters.arguments(scope, path)
