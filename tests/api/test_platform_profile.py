@@ -973,6 +973,42 @@ def test_admin_only(pair: Pair, factory: Factory) -> None:
         )
 
 
+def test_access_token_scopes(pair: Pair) -> None:
+    from tests.api.test_tunnel_sessions import AGENTS
+
+    reader = pair.plain.post("/access_tokens", json={"scopes": ["domains:read"]}).json()
+    as_reader = Pair(
+        pair.plain, ApiClient(pair.profiled.http, pair.profiled.validator, reader["token"])
+    )
+    as_reader.plain = Session(  # the same token on the plain app
+        ApiClient(pair.plain.client.http, pair.plain.client.validator, reader["token"]),
+        pair.plain.creds,
+    )
+    as_reader.expect(
+        "POST",
+        "/reserved_domains",
+        json={"domain": f"{_name()}.example.com"},
+        tunnelgw=(403, "ERR_SCOPE_REQUIRED"),
+        platform=(
+            403,
+            "ERR_NGROK_29001",
+            r"^You don't have permission to perform this action\. Your credentials are missing "
+            r"the 'domains:write' scope\.$",
+        ),
+    )
+    pair.expect(
+        "POST",
+        AGENTS,
+        json={"authtoken": reader["token"], "endpoints": []},
+        tunnelgw=(403, "ERR_SCOPE_REQUIRED"),
+        platform=(
+            403,
+            "ERR_NGROK_15014",
+            rf"^The credential '{reader['id']}' does not have the 'tunnel:start' scope",
+        ),
+    )
+
+
 def test_secret_fields(pair: Pair) -> None:
     pair.expect(
         "POST",
