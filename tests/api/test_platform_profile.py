@@ -229,6 +229,13 @@ def test_body_decoding(pair: Pair) -> None:
     pair.expect(
         "POST",
         "/api_keys",
+        json={"owner_id": "nobody"},
+        tunnelgw=(400, "ERR_INVALID_FIELD"),
+        platform=(400, "ERR_NGROK_215", r"value provided for the request parameter 'owner_id'"),
+    )
+    pair.expect(
+        "POST",
+        "/api_keys",
         json={"description": 5},
         tunnelgw=(400, "ERR_WRONG_TYPE"),
         platform=(400, "ERR_NGROK_215", r"value provided for the request parameter 'description'"),
