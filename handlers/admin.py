@@ -1,6 +1,7 @@
 """The admin API (`/_admin/`, tag `admin`): for test suites driving this server. Served only
 with `--admin-api` (tunnelgw.http.app drops the paths otherwise); admin principals only; every
-operation acts on the caller's own account."""
+operation acts on the caller's own account, but the account operations (`/_admin/accounts`),
+which take the operator token instead (tunnelgw.services.accounts.operator_info)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,17 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.services import agents, auth, crud, events, faults, journal, quotas
+from tunnelgw.services import (
+    accounts,
+    agents,
+    auth,
+    crud,
+    events,
+    faults,
+    journal,
+    paging,
+    quotas,
+)
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -55,12 +66,85 @@ async def load_fixtures(body: Body = None) -> dict[str, Any]:
         )
     except fixtures.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.
-        raise ApiError(
-            Code.INVALID_FIXTURE,
-            str(exc),
-            problems=str(len(exc.issues)),
-            written="true" if exc.written else "false",
-        ) from None
+        raise _fixture_error(exc) from None
+
+
+# --- accounts (the operator's token) ------------------------------------------------------
+
+ACCOUNT_FIXTURE = "fixture"  # the member of the create body holding a document to load
+
+
+def _account(account: Account) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "name": account.name,
+        "created_at": timefmt.rfc3339(account.created_at),
+    }
+
+
+async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
+    from tunnelgw import fixtures
+
+    body = body or {}
+    plan = None
+    if body.get(ACCOUNT_FIXTURE) is not None:
+        try:  # checked before anything is written: a bad document creates no account
+            plan, text = fixtures.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
+        except fixtures.FixtureError as exc:
+            raise _fixture_error(exc) from None
+    async with db.write() as unit:
+        created = await accounts.create_account_with_admin(unit, body.get("name") or "")
+        account = await unit.get(Account, created.account_id)
+        assert account is not None  # just made
+    answer = _account(account) | {
+        "admin_user_id": created.principal_id,
+        "api_key_id": created.api_key_id,
+        "token": created.token,
+        "fixture": None,
+    }
+    if plan is not None:
+        app_state = state.active()
+        assert app_state is not None  # requests run under their app's state
+        try:
+            answer["fixture"] = await fixtures.load_plan(
+                app_state, plan, text, created.account_id, once=False
+            )
+        except fixtures.FixtureError as exc:
+            await _drop(created.account_id)  # the account with the document, or none
+            raise _fixture_error(exc, written=False) from None
+        except BaseException:
+            await _drop(created.account_id)
+            raise
+    return answer, 201
+
+
+async def _drop(account_id: str) -> None:
+    async with db.write() as unit:
+        await accounts.delete_account(unit, account_id)
+
+
+def _fixture_error(exc: Any, *, written: bool | None = None) -> ApiError:
+    done = exc.written if written is None else written
+    return ApiError(
+        Code.INVALID_FIXTURE,
+        str(exc),
+        problems=str(len(exc.issues)),
+        written="true" if done else "false",
+    )
+
+
+async def list_accounts(limit: int = 100, before_id: str | None = None) -> dict[str, Any]:
+    async with db.read() as unit:
+        rows, more = await accounts.page(unit, limit, before_id)
+    return paging.envelope("accounts", "/_admin/accounts", rows, limit, more=more, render=_account)
+
+
+async def delete_account(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
+    async with db.write() as unit:
+        deleted = await accounts.delete_account(unit, id)
+    if deleted is None:
+        raise ApiError(Code.NOT_FOUND, f"No account {id!r}.", id=id)
+    return {"account_id": id, "deleted": deleted}
 
 
 # --- clock --------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         public_url=target.url,
         traffic_policy=policy,
         pooling_enabled=bool(body.get("pooling_enabled")),
-        principal_id=_principal(caller),
+        principal_id=caller.principal_id,  # its Ref: models.principal.principal_ref
     )
     crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:
@@ -73,12 +73,6 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         await cloud_endpoints.check_pool(unit, caller.account_id, row)
         await cloud_endpoints.check_secrets(unit, caller.account_id, checked)
     return row.to_api(), 201
-
-
-def _principal(caller: Caller) -> str | None:
-    """The endpoint's `principal`: the caller when it is a bot user (service user), whose Ref
-    answers under /bot_users; none for a user, who has no address in this API."""
-    return caller.principal_id if caller.principal_id.startswith("bot_") else None
 
 
 async def _cloud(unit: Unit, caller: Caller, id_: str) -> Endpoint:

@@ -1,8 +1,10 @@
 """SQLModel tables, one module per table; importing this package registers them all."""
 
 from models.abuse_report import AbuseReport
+from models.access_token import AccessToken
 from models.account import Account
 from models.agent_ingress import AgentIngress
+from models.ai_gateway_api_key import AiGatewayApiKey
 from models.api_key import ApiKey
 from models.application_session import ApplicationSession
 from models.application_user import ApplicationUser
@@ -43,8 +45,10 @@ from models.vault_secret import VaultSecret
 
 __all__ = [
     "AbuseReport",
+    "AccessToken",
     "Account",
     "AgentIngress",
+    "AiGatewayApiKey",
     "ApiKey",
     "ApplicationSession",
     "ApplicationUser",

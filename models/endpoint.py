@@ -13,6 +13,7 @@ from sqlmodel import Field
 
 from models.base import TIMESTAMP, AccountScoped, id_field
 from models.edge import edge_path
+from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -70,9 +71,7 @@ class Endpoint(AccountScoped, table=True):
             "description": self.description,
             "upstream_url": self.upstream_url,
             "upstream_protocol": self.upstream_protocol,
-            "principal": urls.ref(principal_path(self.principal_id), self.principal_id)
-            if self.principal_id
-            else None,
+            "principal": principal_ref(self.principal_id),
             "traffic_policy": self.traffic_policy,
             "bindings": list(self.bindings),
             "tunnel_session": urls.ref("/tunnel_sessions", self.tunnel_session_id),
@@ -99,11 +98,6 @@ def url_parts(url: str) -> dict[str, Any]:
     when the URL has none)."""
     scheme, host, port = _parts(url)
     return {"url": url, "scheme": scheme, "host": host, "port": port}
-
-
-def principal_path(principal_id: str) -> str:
-    """Where the platform's API keeps a principal: users under /users, bots under /bot_users."""
-    return "/bot_users" if principal_id.startswith("bot_") else "/users"
 
 
 _CLOUD_ON_DOMAIN = Query(

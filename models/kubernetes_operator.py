@@ -12,8 +12,8 @@ from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
 from models.base import TIMESTAMP, DescribedResource, id_field
-from models.endpoint import principal_path
-from tunnelgw.core import timefmt, urls
+from models.principal import principal_ref
+from tunnelgw.core import timefmt
 
 
 class KubernetesOperator(DescribedResource, table=True):
@@ -44,7 +44,7 @@ class KubernetesOperator(DescribedResource, table=True):
         return {
             **self.common_api(),
             "updated_at": self.api_time("updated_at"),
-            "principal": urls.ref(principal_path(self.principal_id), self.principal_id),
+            "principal": principal_ref(self.principal_id),
             "enabled_features": list(self.enabled_features),
             "region": self.region,
             "deployment": {

@@ -15,6 +15,20 @@ from tunnelgw.core import urls
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}
 BOT_PATHS = ("/bot_users", "/service_users")
+# Where a Ref to a bot user points: the path the platform now names them by.
+BOT_REF_PATH = BOT_PATHS[1]
+
+
+def principal_ref(principal_id: str | None) -> dict[str, str] | None:
+    """The one Ref of a principal, wherever a response names one (`principal`, `created_by`,
+    `last_updated_by`): a bot user's `uri` is its address under `/service_users` (it answers
+    with the same credential); a user has no address in this API, nor in the platform's, so
+    its `uri` is `""`, as the platform returns it. None for no principal."""
+    if principal_id is None:
+        return None
+    if principal_id.startswith(PREFIXES["bot"] + "_"):
+        return {"id": principal_id, "uri": f"{urls.base()}{BOT_REF_PATH}/{principal_id}"}
+    return {"id": principal_id, "uri": ""}
 
 
 class Principal(AccountScoped, table=True):

@@ -31,7 +31,12 @@ class JournalEntry(Row, table=True):
     status: int
     error_code: str | None = Field(default=None, sa_type=String(64), nullable=True)
     principal_id: str = id_field()
-    api_key_id: str = id_field()
+    # The credential: an API key's id, or (api_key_id None) an access token's.
+    api_key_id: str | None = id_field(default=None, nullable=True)
+    access_token_id: str | None = id_field(default=None, nullable=True)
+    # The scope the operation needs of an access token (tunnelgw.core.scopes), whichever
+    # credential was used; None for an operation that needs none.
+    scope: str | None = Field(default=None, sa_type=String(64), nullable=True)
     duration_ms: float
     body_bytes: int = 0
     # The request body as JSON with its secret fields redacted; None: no body, not JSON, or
@@ -51,6 +56,8 @@ class JournalEntry(Row, table=True):
             "error_code": self.error_code,
             "principal_id": self.principal_id,
             "api_key_id": self.api_key_id,
+            "access_token_id": self.access_token_id,
+            "scope": self.scope,
             "duration_ms": self.duration_ms,
             "body_bytes": self.body_bytes,
             "body": self.body,

@@ -30,8 +30,9 @@ class TunnelSession(AccountScoped, table=True):
     transport: str = Field(default=TRANSPORT, sa_type=String(16))
     # The agent's configured metadata (not the API's description/metadata pair).
     meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})
-    # The tunnel credential whose authtoken started it (no foreign key: a deleted credential
-    # does not end running agents; the Ref then answers 404, as the credential is gone).
+    # The tunnel credential whose authtoken started it, or the access token (`pat_`) an agent
+    # connected with (no foreign key: a deleted credential does not end running agents; the
+    # Ref then answers 404, as the credential is gone).
     credential_id: str = id_field()
     # Set by the update command: the version the agent runs once restarted ("" when none).
     updated_to: str = Field(default="", sa_type=String(32))
@@ -41,7 +42,11 @@ class TunnelSession(AccountScoped, table=True):
             "id": self.id,
             "uri": self.uri,
             "agent_version": self.agent_version,
-            "credential": urls.ref("/credentials", self.credential_id),
+            # An agent that connected with an access token (`pat_`) names the token.
+            "credential": urls.ref(
+                "/access_tokens" if self.credential_id.startswith("pat_") else "/credentials",
+                self.credential_id,
+            ),
             "ip": self.ip,
             "metadata": self.meta,
             "os": self.os,

@@ -11,19 +11,8 @@ from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field
 
 from models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
-from models.principal import PREFIXES
+from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
-
-SERVICE_USERS = "/service_users"
-
-
-def principal_ref(principal_id: str) -> dict[str, str]:
-    """The Ref of the principal that made a change: a bot user's is its address under
-    `/service_users`; a user has no address in this API, so its `uri` is empty (as on the
-    platform)."""
-    if principal_id.startswith(PREFIXES["bot"] + "_"):
-        return {"id": principal_id, "uri": f"{urls.base()}{SERVICE_USERS}/{principal_id}"}
-    return {"id": principal_id, "uri": ""}
 
 
 class VaultSecret(DescribedResource, table=True):

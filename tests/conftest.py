@@ -36,6 +36,8 @@ from tunnelgw.storage import db
 MAX_BODY_BYTES = 64 * 1024
 # Accepted in place of Service-Version by the app under test (tests/api/test_version_header.py).
 VERSION_HEADER_ALIAS = "X-Test-Version"
+# The operator token of the app under test (tests/api/test_accounts.py).
+OPERATOR_TOKEN = "tgw_operator_" + secrets.token_urlsafe(32)
 
 
 def pytest_report_header() -> str:
@@ -74,6 +76,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, _engine: None) -> Setting
         certificate_issue_delay_seconds=0,
         version_header_aliases=VERSION_HEADER_ALIAS,
         admin_api=True,  # tests/api/test_admin.py; the other operations are unaffected
+        operator_token=OPERATOR_TOKEN,
     )
 
 
@@ -131,6 +134,7 @@ def _live(settings: Settings) -> Iterator[LiveClient]:
             "TUNNELGW_CERTIFICATE_ISSUE_DELAY_SECONDS": "0",
             "TUNNELGW_VERSION_HEADER_ALIASES": VERSION_HEADER_ALIAS,
             "TUNNELGW_ADMIN_API": "true",
+            "TUNNELGW_OPERATOR_TOKEN": OPERATOR_TOKEN,
         },
     )
     server.start()

@@ -74,6 +74,9 @@ def _kubernetes_operator(_client: Any, _tmp_path: Path) -> dict[str, Any]:
 
 
 CREATES: dict[str, Create] = {
+    "access_tokens.create": Create(
+        "/access_tokens", "access_token", lambda c, t: {"scopes": ["tunnels:read"]}
+    ),
     "api_keys.create": Create("/api_keys", "api_key", lambda c, t: {}),
     "http_response_backends.create": Create(
         "/backends/http_response", "http_response_backend", lambda c, t: {}
@@ -156,4 +159,7 @@ CREATES: dict[str, Create] = {
     ),
     "vaults.create": Create("/vaults", "vault", lambda c, t: {"name": _unique("v-")}),
     "vault_secrets.create": Create("/vault_secrets", "vault_secret", _vault_secret),
+    "ai_gateway_api_keys.create": Create(
+        "/ai_gateway_api_keys", "ai_gateway_api_key", lambda c, t: {"description": "assistant"}
+    ),
 }

@@ -50,6 +50,7 @@ SERVE_FLAGS = {
     "profile": "TUNNELGW_PROFILE",
     "seed": "TUNNELGW_SEED",
     "seed_account": "TUNNELGW_SEED_ACCOUNT",
+    "seed_dir": "TUNNELGW_SEED_DIR",
     "deterministic_ids": "TUNNELGW_ID_SEED",
 }
 
@@ -99,10 +100,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--admin-api",
         action="store_true",
-        help="serve the admin API under /_admin/ (reset, fixtures, clock, faults) for tests",
+        help="serve the admin API under /_admin/ (reset, fixtures, clock, faults; accounts with "
+        "TUNNELGW_OPERATOR_TOKEN) for tests",
     )
     serve.add_argument("--seed", help="fixture file to load at start, once per account and file")
     serve.add_argument("--seed-account", help="account for --seed (default: the oldest one)")
+    serve.add_argument(
+        "--seed-dir",
+        help="directory of fixture and snapshot files to load at start, in name order, once "
+        "per data directory",
+    )
     serve.add_argument(
         "--deterministic-ids",
         metavar="SEED",
@@ -223,8 +230,18 @@ def _migrate(_args: argparse.Namespace) -> int:
 
 
 async def _bootstrap(database: Database) -> accounts.Credentials | None:
+    settings = _settings()
     async with database.write() as unit:
-        return await accounts.bootstrap(unit, _settings().bootstrap_token)
+        created = await accounts.bootstrap(unit, settings.bootstrap_token)
+        operator = settings.operator_token
+        if operator is not None and await accounts.operator_token_is_a_key(
+            unit, operator.get_secret_value()
+        ):
+            raise SystemExit(
+                "tunnelgw: TUNNELGW_OPERATOR_TOKEN is the token of an account's API key; the "
+                "operator token must never be one: choose another"
+            )
+        return created
 
 
 def _prepare_kek(settings: Settings) -> None:
@@ -273,10 +290,23 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if settings.seed is not None or settings.seed_dir is not None:
+        from tunnelgw.fixtures import console
     if settings.seed is not None:
-        status = _load_fixture(settings, settings.seed, settings.seed_account, once=True)
+        status = console.load_file(settings, settings.seed, settings.seed_account, once=True)
         if status:
             return status
+    if settings.seed_dir is not None:
+        status = console.load_seed_dir(settings, settings.seed_dir)
+        if status:
+            return status
+    if settings.operator_token is not None and not settings.admin_api:
+        print(
+            "tunnelgw: warning: TUNNELGW_OPERATOR_TOKEN is set but the admin API is off: "
+            "the account operations (/_admin/accounts) are not served (--admin-api)",
+            file=sys.stderr,
+            flush=True,
+        )
     if settings.workers > 1:
         _share_metrics(settings)
     import uvicorn
@@ -325,39 +355,14 @@ def _print_bootstrap(created: accounts.Credentials, base: str, *, chosen: bool) 
     )
 
 
-def _load_fixture(settings: Settings, path: Path, account: str | None, *, once: bool) -> int:
-    """Load a fixture file and print its summary (JSON); 2 and the problems on stderr if the
-    file is refused."""
-    from tunnelgw import fixtures
-
-    try:
-        summary = fixtures.load(path, settings, account, once=once)
-    except fixtures.FixtureError as exc:
-        print(exc, file=sys.stderr)
-        if exc.written:
-            print(
-                f"tunnelgw: {path}: stopped at a refused api item; the rows before it were "
-                "written (`tunnelgw reset --account ID --yes` starts over)",
-                file=sys.stderr,
-            )
-        else:
-            print(
-                f"tunnelgw: {path}: {len(exc.issues)} problem(s); nothing was written",
-                file=sys.stderr,
-            )
-        return 2
-    except (LookupError, OSError) as exc:
-        raise SystemExit(f"tunnelgw: {exc}") from None
-    _print(summary)
-    return 0
-
-
 def _seed(args: argparse.Namespace) -> int:
     settings = _settings()
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url())
     _prepare_kek(settings)
-    return _load_fixture(settings, args.file, args.account, once=args.once)
+    from tunnelgw.fixtures import console
+
+    return console.load_file(settings, args.file, args.account, once=args.once)
 
 
 def _reset(args: argparse.Namespace) -> int:

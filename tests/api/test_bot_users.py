@@ -258,22 +258,3 @@ def test_fixtures_create_bot_users_owning_keys_and_credentials(settings, admin, 
     assert "principal" not in deleted
     assert len(admin.get(SERVICES).json()["service_users"]) == 2
     assert admin.get(SERVICES, token=deployer_token).status_code == 200
-
-
-def test_names_are_unique_in_an_account(admin, other):
-    """As on the platform: a second bot user of a name (under either path, on create or
-    update) is refused naming the first; unnamed ones and other accounts' never clash."""
-    first = admin.post("/service_users", json={"name": "deployer"}).json()
-    for path in ("/service_users", "/bot_users"):
-        body = assert_error(
-            admin.post(path, json={"name": "deployer"}), 409, "ERR_BOT_USER_NAME_TAKEN"
-        )
-        assert (body["details"]["field"], body["details"]["id"]) == ("name", first["id"])
-    second = admin.post("/bot_users", json={"name": "builder"}).json()
-    renamed = admin.patch(f"/bot_users/{second['id']}", json={"name": "deployer"})
-    assert_error(renamed, 409, "ERR_BOT_USER_NAME_TAKEN")
-    assert admin.get(f"/bot_users/{second['id']}").json()["name"] == "builder"
-    # Its own name again is no clash; nor are unnamed bot users, nor another account's.
-    assert admin.patch(f"/bot_users/{first['id']}", json={"name": "deployer"}).status_code == 200
-    assert all(admin.post("/bot_users", json={}).status_code == 201 for _ in range(2))
-    assert other.post("/service_users", json={"name": "deployer"}).status_code == 201

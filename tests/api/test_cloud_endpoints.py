@@ -46,7 +46,8 @@ def test_shared_domain_name_is_reserved_on_the_fly(admin):
     assert got["tunnel"] is None
     assert got["edge"] is None
     assert got["tcp_addr"] is None
-    assert got["principal"] is None  # a user: users have no address in this API
+    # Its creator, a user: no address in this API nor the platform's, so `uri` is "".
+    assert got["principal"] == {"id": admin.creds.principal_id, "uri": ""}
     domain = admin.get(f"/reserved_domains/{got['domain']['id']}").json()
     assert domain["domain"] == host
     assert admin.get(f"{PATH}/{got['id']}").json() == got

@@ -51,6 +51,11 @@ SERVED = [
 NO_EVENTS = ["bot_user", "service_user", "principal", "abuse_report"]
 # Nor Kubernetes operator events (its event type reference lists none).
 NO_EVENTS += ["kubernetes_operator"]
+# Nor AI gateway API key events (none documented; the Go client v8 has the resource only).
+NO_EVENTS += ["ai_gateway_api_key"]
+# Nor access token events: the platform's documents describe none (issue 28), so none are
+# invented here.
+NO_EVENTS += ["access_token"]
 
 
 @pytest.fixture

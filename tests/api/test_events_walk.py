@@ -20,6 +20,8 @@ NO_EVENTS = {
     "bot_users.create",
     "kubernetes_operators.create",
     "abuse_reports.create",
+    # The platform documents no events for AI gateway API keys.
+    "ai_gateway_api_keys.create",
 }
 
 

@@ -62,7 +62,9 @@ def test_resolves_to_is_stored_returned_everywhere_and_replaced_by_patch(admin):
 
 
 def test_every_region_and_global_are_accepted(admin):
-    values = [{"value": v} for v in ("global", "au", "eu", "ap", "us", "jp", "in", "sa")]
+    # The platform's point-of-presence codes (its region pinning guide), California included.
+    codes = ("global", "au", "eu", "ap", "us", "us-cal-1", "jp", "in", "sa")
+    values = [{"value": v} for v in codes]
     rd = admin.post(RD, json={"domain": _domain(), "resolves_to": values})
     assert rd.status_code == 201, rd.text
     assert rd.json()["resolves_to"] == values
@@ -72,6 +74,9 @@ def test_every_region_and_global_are_accepted(admin):
     ("resolves_to", "code"),
     [
         ([{"value": "mars"}], "ERR_INVALID_FIELD"),
+        ([{"value": "banana"}], "ERR_INVALID_FIELD"),  # the platform guide's example
+        ([{"value": "192.0.2.1:1234"}], "ERR_INVALID_FIELD"),  # a dedicated IP: none here
+        ([{"value": "european-union"}], "ERR_INVALID_FIELD"),  # an announced alias
         ([{"value": "EU"}], "ERR_INVALID_FIELD"),
         ([{"value": ""}], "ERR_INVALID_FIELD"),
         ([{"value": "eu"}, {"value": "eu"}], "ERR_INVALID_FIELD"),
@@ -302,14 +307,14 @@ def test_endpoint_stored_fields_and_refs(admin, factory):
     assert got["traffic_policy"] == "on_http_request: []"
     assert got["bindings"] == ["public", "internal"]
     assert got["pooling_enabled"] is True
-    assert got["principal"] == {"id": user_id, "uri": f"http://testserver/users/{user_id}"}
+    assert got["principal"] == {"id": user_id, "uri": ""}
     assert got["tunnel_session"] == {
         "id": session_id,
         "uri": f"http://testserver/tunnel_sessions/{session_id}",
     }
     by_bot = _endpoint(factory, admin.creds.account_id, principal_id=bot_id)
     assert admin.get(f"/endpoints/{by_bot.id}").json()["principal"]["uri"] == (
-        f"http://testserver/bot_users/{bot_id}"
+        f"http://testserver/service_users/{bot_id}"
     )
 
 

@@ -229,6 +229,13 @@ def test_body_decoding(pair: Pair) -> None:
     pair.expect(
         "POST",
         "/api_keys",
+        json={"owner_id": "nobody"},
+        tunnelgw=(400, "ERR_INVALID_FIELD"),
+        platform=(400, "ERR_NGROK_215", r"value provided for the request parameter 'owner_id'"),
+    )
+    pair.expect(
+        "POST",
+        "/api_keys",
         json={"description": 5},
         tunnelgw=(400, "ERR_WRONG_TYPE"),
         platform=(400, "ERR_NGROK_215", r"value provided for the request parameter 'description'"),
@@ -631,15 +638,6 @@ def test_in_use_and_taken(pair: Pair) -> None:
         tunnelgw=(409, "ERR_SECRET_NAME_TAKEN"),
         platform=(400, "ERR_NGROK_24005", r"^Secret names must be unique within a vault\.$"),
     )
-    bot = {"name": _name("ci")}
-    assert pair.plain.post("/service_users", json=bot).status_code == 201
-    pair.expect(
-        "POST",
-        "/bot_users",
-        json=bot,
-        tunnelgw=(409, "ERR_BOT_USER_NAME_TAKEN"),
-        platform=(400, "ERR_NGROK_4112", r"^Service User names must be unique within an account"),
-    )
     pair.expect(
         "DELETE",
         f"/vaults/{vault}",
@@ -980,6 +978,42 @@ def test_admin_only(pair: Pair, factory: Factory) -> None:
             tunnelgw=(403, "ERR_PERMISSION_DENIED"),
             platform=(403, "ERR_NGROK_4111", r"^You must be an admin to create, update, or delete"),
         )
+
+
+def test_access_token_scopes(pair: Pair) -> None:
+    from tests.api.test_tunnel_sessions import AGENTS
+
+    reader = pair.plain.post("/access_tokens", json={"scopes": ["domains:read"]}).json()
+    as_reader = Pair(
+        pair.plain, ApiClient(pair.profiled.http, pair.profiled.validator, reader["token"])
+    )
+    as_reader.plain = Session(  # the same token on the plain app
+        ApiClient(pair.plain.client.http, pair.plain.client.validator, reader["token"]),
+        pair.plain.creds,
+    )
+    as_reader.expect(
+        "POST",
+        "/reserved_domains",
+        json={"domain": f"{_name()}.example.com"},
+        tunnelgw=(403, "ERR_SCOPE_REQUIRED"),
+        platform=(
+            403,
+            "ERR_NGROK_29001",
+            r"^You don't have permission to perform this action\. Your credentials are missing "
+            r"the 'domains:write' scope\.$",
+        ),
+    )
+    pair.expect(
+        "POST",
+        AGENTS,
+        json={"authtoken": reader["token"], "endpoints": []},
+        tunnelgw=(403, "ERR_SCOPE_REQUIRED"),
+        platform=(
+            403,
+            "ERR_NGROK_15014",
+            rf"^The credential '{reader['id']}' does not have the 'tunnel:start' scope",
+        ),
+    )
 
 
 def test_secret_fields(pair: Pair) -> None:

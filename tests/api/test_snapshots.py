@@ -103,15 +103,19 @@ def test_the_world_fills_every_exported_table(admin, world):
 def test_secrets_are_left_out_with_a_note(admin, world, tmp_path):
     key_token = world["api_keys.create"]["token"]
     credential_token = world["credentials.create"]["token"]
+    gateway_token = world["ai_gateway_api_keys.create"]["token"]
     document = snapshot(admin)
     text = orjson.dumps(document)
-    for secret in (key_token, credential_token, "s3cr3t", hash_token(key_token)):
+    secrets = (key_token, credential_token, gateway_token, "s3cr3t", hash_token(key_token))
+    for secret in (*secrets, hash_token(gateway_token)):
         assert secret.encode() not in text
     section = document["snapshot"]
     assert section["secrets"] is None
     left = {(e["table"], e["field"]): e for e in section["left_out"]}
     assert set(left) == {
+        ("ai_gateway_api_key", "token_hash"),
         ("api_key", "token_hash"),
+        ("access_token", "token_hash"),
         ("credential", "token_hash"),
         ("ssh_certificate_authority", "wrapped_private_key"),
         ("tls_certificate", "wrapped_private_key"),
@@ -195,7 +199,8 @@ def test_secrets_of_another_key_encryption_key_are_refused(admin, world):
         admin.post("/_admin/fixtures", json=tampered), 400, "ERR_INVALID_FIXTURE"
     )
     assert "does not open with this server's key" in refused["msg"]
-    assert snapshot(admin)["snapshot"]["tables"].keys() == {"principal", "api_key"}
+    kept = {"principal", "api_key", "access_token"}  # what reset keeps
+    assert snapshot(admin)["snapshot"]["tables"].keys() == kept
 
 
 def test_a_load_into_an_account_with_resources_is_refused(admin, world):

@@ -84,7 +84,8 @@ def test_an_agent_starts_a_session_with_tunnels_and_endpoints(admin):
     )
     assert https["domain"]["id"] == domain["id"]
     assert (https["upstream_url"], https["region"]) == ("http://localhost:8080", "eu")
-    assert https["principal"] is None  # a user's: no address in this API (a bot's is shown)
+    # The credential's owner, a user: its Ref has `uri` "" (a bot user's answers).
+    assert https["principal"] == {"id": credential["owner_id"], "uri": ""}
     # A free name under the shared domain is reserved for the account on the fly.
     shared = "demo-{}.tunnelgw.test".format(host.split(".")[1])
     assert (http["public_url"], http["port"]) == (f"http://{shared}", 80)

@@ -1,6 +1,8 @@
 """Every `uri` answers: on the example world, walk every list operation of the spec and follow
 every `uri` (and `next_page_uri`) in every response, Refs included, recursively (bounded):
-each answers 200 with the object it names."""
+each answers 200 with the object it names. Nothing is skipped: the one `uri` that is no
+address is a user's Ref, `""` as the platform returns it, and that is checked too (the id is
+a user of the account, and only users' Refs have it)."""
 
 from __future__ import annotations
 
@@ -18,16 +20,10 @@ MAX_DEPTH = 4
 MAX_REQUESTS = 1000
 
 
-def _user_ref(value: dict[str, Any]) -> bool:
-    """A Ref of a user (a secret's `created_by`): users have no address in this API, so its
-    `uri` is empty, as on the platform (the spec's `PrincipalRef`)."""
-    return value.get("uri") == "" and str(value.get("id", "")).startswith("usr_")
-
-
 def _named(value: Any) -> Iterator[dict[str, Any]]:
-    """Every object in `value` that names an address of the API (`uri`), depth first."""
+    """Every object in `value` that has a `uri`, depth first."""
     if isinstance(value, dict):
-        if isinstance(value.get("uri"), str) and not _user_ref(value):
+        if isinstance(value.get("uri"), str):
             yield value
         for child in value.values():
             yield from _named(child)
@@ -52,13 +48,6 @@ def _list_paths(labels: dict[str, str]) -> list[str]:
             continue
         paths.append(path.format(**path_values(path, labels)))
     return paths
-
-
-def _unserved(uri: str) -> bool:
-    """A Ref to one of the platform's users (`/users/usr_...`, e.g. the principal that
-    registered a Kubernetes operator): users are made with the command line, and this API
-    serves no `/users` path, as the platform's public API does not."""
-    return uri.removeprefix(BASE).startswith("/users/usr_")
 
 
 def _check_named(named: dict[str, Any], body: Any, url: str) -> None:
@@ -88,6 +77,7 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             (path, None, 0) for path in _list_paths(labels)
         ]
         seen: set[str] = set()
+        users: set[str] = set()
         kinds: set[str] = set()
         requests = 0
         while queue:
@@ -108,11 +98,16 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             if depth >= MAX_DEPTH:
                 continue
             for found in _named(body):
-                if _unserved(found["uri"]):
+                if found["uri"] == "":
+                    # A user's Ref: no address in this API nor the platform's (PrincipalRef).
+                    assert set(found) == {"id", "uri"}, (url, found)
+                    users.add(found["id"])
                     continue
                 if found["uri"].removeprefix(BASE) != path:
                     queue.append((found["uri"], found, depth + 1))
             queue.extend((page, None, depth + 1) for page in _next_pages(body))
+        # The users named were the account's own (its admin registered the operator).
+        assert users == {admin.creds.principal_id}, users
         # Every kind of resource the example holds was reached through some uri.
         assert kinds >= {
             "api_keys",
@@ -141,6 +136,7 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             "vaults",
             "vault_secrets",
             "ssh_host_certificates",
+            "ai_gateway_api_keys",
         }
         # Refs of every shape the responses carry were followed (a sample of them).
         for ref in (
@@ -161,6 +157,8 @@ def test_every_uri_answers_with_the_object_it_names(settings, admin):
             f"/vault_secrets/{labels['billing-token']}",
             f"/ssh_credentials/{labels['device-132']}",
             f"/ssh_host_certificates/{labels['bastion-cert']}",
+            f"/ai_gateway_api_keys/{labels['shop-assistant-key']}",
+            f"/endpoints/{labels['shop-front']}",
         ):
             assert ref in seen, ref
         # Abuse reports have no list to reach them from: their own uri answers.

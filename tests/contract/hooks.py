@@ -55,7 +55,7 @@ from urllib.parse import unquote
 import schemathesis
 import yaml
 
-from handlers import tls_edge_backend
+from handlers import access_tokens, tls_edge_backend
 from tests.contract import seed
 from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
@@ -129,6 +129,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
         ssh.DEFAULT_HOST_VALIDITY,
     ),
     "reserved-domain-create": lambda body: _reserved_domain_create(body),
+    "access-token-expiry": lambda body: access_tokens.expiry(body.get("expires_at")),
     "reserved-domain-certificate": certmanagement.check_exclusive,
     "tls-certificate": lambda body: tls.parse_tls_certificate(
         body["certificate_pem"], body["private_key_pem"]

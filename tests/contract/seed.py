@@ -235,6 +235,10 @@ async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
             {"path.id": read_only["endpoint_configuration"].id},
         ),
         (("include-operation-id", "vault_secrets.create"), {"body.vault_id": vault.id}),
+        # An AI gateway API key names an endpoint of the account (a random id never is one):
+        # the seeded agent endpoint, which no operation can delete.
+        (("include-operation-id", "ai_gateway_api_keys.create"), {"body.endpoint_id": endpoint.id}),
+        (("include-operation-id", "ai_gateway_api_keys.update"), {"body.endpoint_id": endpoint.id}),
         (
             # The event source operations (not the subscriptions' own, which the API makes).
             ("include-path-regex", "^/event_subscriptions/[{]subscription_id[}]/sources"),

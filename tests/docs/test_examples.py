@@ -93,6 +93,7 @@ def test_the_examples_run(path: Path, server: TunnelgwServer, tmp_path: Path) ->
     (tmp_path / "tunnelgw-data").symlink_to(server.data_dir, target_is_directory=True)
     env = {name: value for name, value in os.environ.items() if not name.startswith("TUNNELGW_")}
     env |= {"BASE": server.base_url, "TOKEN": server.token}
+    env["OPERATOR_TOKEN"] = server.operator_token  # docs/admin-api.md: accounts on demand
     status, output = _bash(_script(blocks(path)), tmp_path, env)
     assert status == 0, f"{_failed_block(output)} failed (exit {status}):\n{_tail(output)}"
 

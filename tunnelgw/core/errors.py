@@ -153,7 +153,13 @@ class Code(enum.Enum):
     )
     PRINCIPAL_INACTIVE = (
         403,
-        "The API key belongs to an inactive bot user; an admin can make it active again.",
+        "The API key or access token belongs to an inactive bot user; an admin can make it "
+        "active again.",
+    )
+    SCOPE_REQUIRED = (
+        403,
+        "The access token is valid, but its scopes do not allow this operation "
+        "(`details.scope` names the scope it needs).",
     )
     AGENT_AUTH_FAILED = (
         403,
@@ -203,7 +209,6 @@ class Code(enum.Enum):
         "first.",
     )
     VAULT_NAME_TAKEN = (409, "The account already has a vault of that name.")
-    BOT_USER_NAME_TAKEN = (409, "The account already has a bot user (service user) of that name.")
     SECRET_NAME_TAKEN = (409, "The vault already has a secret of that name.")
     VAULT_NOT_EMPTY = (409, "The vault holds secrets; delete them first.")
     # 409: account snapshots (tunnelgw.services.snapshots).

@@ -63,6 +63,14 @@ class Settings(BaseSettings):
     # The first start's admin token, when the operator chooses it (else one is generated): it
     # must be hard to guess (`token_problem`); the server refuses to start otherwise.
     bootstrap_token: str | None = None
+    # With the admin API on: the operator's credential, the bearer token of the account
+    # operations (`/_admin/accounts`: create, list, delete accounts). Never an account's API
+    # key; the same strength rules as the bootstrap token (`token_problem`). Unset: no
+    # account operations.
+    operator_token: SecretStr | None = None
+    # A directory of fixture and snapshot files `tunnelgw serve` loads at start, in name
+    # order, once per data directory (tunnelgw.fixtures.seeddir, docs/fixtures.md).
+    seed_dir: Path | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
 
@@ -150,6 +158,29 @@ class Settings(BaseSettings):
                 "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
         return value
+
+    @field_validator("operator_token")
+    @classmethod
+    def _operator_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        problem = token_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(
+                f"{problem}; choose a random one, e.g. the output of "
+                "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _operator_apart(self) -> Self:
+        token = self.operator_token
+        if token is not None and token.get_secret_value() == self.bootstrap_token:
+            raise ValueError(
+                "TUNNELGW_OPERATOR_TOKEN must not be the bootstrap token: the bootstrap token "
+                "becomes an account's API key, and the operator token is never one"
+            )
+        return self
 
     @model_validator(mode="after")
     def _port_range(self) -> Self:
@@ -256,7 +287,9 @@ def token_problem(token: str) -> str | None:
 QUOTA_KINDS = frozenset(
     {
         "abuse_report",
+        "access_token",
         "agent_ingress",
+        "ai_gateway_api_key",
         "api_key",
         "certificate_authority",
         "credential",

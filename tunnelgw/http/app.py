@@ -88,6 +88,7 @@ def _platform_profile(spec: dict[str, Any]) -> None:
 
 
 ADMIN_PREFIX = "/_admin/"
+OPERATOR_SCHEME = "operatorToken"  # the account operations' credential (admin API only)
 # What a fault rule can answer (AdminFaultCreate.status), documented on every operation a
 # rule can name while the admin API is on.
 INJECTED_RESPONSES = {
@@ -113,6 +114,7 @@ def _admin_api(spec: dict[str, Any], *, enabled: bool) -> None:
         for path in [p for p in paths if p.startswith(ADMIN_PREFIX)]:
             del paths[path]
         spec["tags"] = [t for t in spec.get("tags", []) if t["name"] != "admin"]
+        spec["components"]["securitySchemes"].pop(OPERATOR_SCHEME, None)
         return
     names = set(
         spec["components"]["schemas"]["AdminFaultCreate"]["properties"]["operation"]["enum"]

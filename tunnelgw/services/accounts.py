@@ -1,17 +1,24 @@
 """Accounts, principals and API keys: the one place tokens are minted.
 
-Used by the API (`POST /api_keys`), the first-start bootstrap and the CLI.
+Used by the API (`POST /api_keys`), the first-start bootstrap, the CLI and the operator's
+account operations (`/_admin/accounts`: the operator credential, listing and deleting
+accounts with everything in them).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Table, delete, select
+from sqlmodel import SQLModel, col
 
 from models import Account, ApiKey, Principal
 from models.principal import PREFIXES, Kind
-from tunnelgw.core import ids
+from tunnelgw.core import ids, settings
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -25,8 +32,8 @@ class Credentials:
     token: str
 
 
-async def create_account(unit: Unit, name: str = "") -> Account:
-    account = Account.new(id=ids.new_id(Account.PREFIX), name=name)
+async def create_account(unit: Unit, name: str = "", *, account_id: str | None = None) -> Account:
+    account = Account.new(id=account_id or ids.new_id(Account.PREFIX), name=name)
     unit.add(account)
     await unit.flush()
     return account
@@ -71,10 +78,11 @@ async def issue_key(
 
 
 async def create_account_with_admin(
-    unit: Unit, name: str = "", *, token: str | None = None
+    unit: Unit, name: str = "", *, token: str | None = None, account_id: str | None = None
 ) -> Credentials:
-    """An account, its admin user and an admin API key."""
-    account = await create_account(unit, name)
+    """An account (with the id `account_id` when given), its admin user and an admin API
+    key."""
+    account = await create_account(unit, name, account_id=account_id)
     admin = await create_principal(unit, account.id, "user", name="admin", is_admin=True)
     key, token = await issue_key(unit, admin, description="admin key", token=token)
     return Credentials(account.id, admin.id, key.id, token)
@@ -88,3 +96,75 @@ async def bootstrap(unit: Unit, token: str | None = None) -> Credentials | None:
 
 
 _ANY_ACCOUNT = Query(select(Account.id).limit(1))  # type: ignore[call-overload]
+
+
+# --- the operator's credential ----------------------------------------------------------
+
+OPERATOR = "operator"  # the `sub` of the operator's token info
+
+
+async def operator_info(token: str, _row: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The `x-bearerInfoFunc` of the account operations: the operator token
+    (TUNNELGW_OPERATOR_TOKEN) or ApiError. Compared as SHA-256 digests in constant time; no
+    account's API key is ever the operator token (an account's key is 401 here like any
+    other wrong token)."""
+    configured = settings.current().operator_token
+    if configured is None:
+        raise ApiError(
+            Code.PERMISSION_DENIED,
+            "This server has no operator token: the account operations need "
+            "TUNNELGW_OPERATOR_TOKEN set when it starts.",
+        )
+    sent = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+    wanted = hashlib.sha256(configured.get_secret_value().encode("utf-8")).digest()
+    if not hmac.compare_digest(sent, wanted):
+        raise ApiError(
+            Code.INVALID_CREDENTIALS,
+            "The bearer token is not the operator token (TUNNELGW_OPERATOR_TOKEN); an "
+            "account's API key cannot manage accounts.",
+        )
+    return {"sub": OPERATOR, "caller": None}
+
+
+async def operator_token_is_a_key(unit: Unit, token: str) -> bool:
+    """Whether some account's API key has `token` (the server refuses to start then)."""
+    digest = auth.hash_token(token)
+    found = await unit.exec(select(col(ApiKey.id)).where(col(ApiKey.token_hash) == digest).limit(1))
+    return found.first() is not None
+
+
+# --- listing and deleting accounts -------------------------------------------------------
+
+
+async def page(unit: Unit, limit: int, before_id: str | None) -> tuple[list[Account], bool]:
+    """One page of the accounts, newest first (keyset on the id, as every list), and whether
+    more follow."""
+    stmt = select(Account).order_by(col(Account.id).desc()).limit(limit + 1)
+    if before_id is not None:
+        stmt = stmt.where(col(Account.id) < before_id)
+    rows: list[Account] = (await unit.exec(stmt)).all()
+    return rows[:limit], len(rows) > limit
+
+
+def account_tables() -> list[Table]:
+    """Every table whose rows belong to an account (an `account_id` column), children
+    first: derived from the models, so a new table is covered without a list to keep."""
+    import models  # noqa: F401  (registers every table)
+
+    return [table for table in reversed(SQLModel.metadata.sorted_tables) if "account_id" in table.c]
+
+
+async def delete_account(unit: Unit, account_id: str) -> dict[str, int] | None:
+    """Delete the account and every row of it in the write unit `unit` (one transaction);
+    rows deleted per table, or None when there is no such account."""
+    account = await unit.get(Account, account_id, lock=True)
+    if account is None:
+        return None
+    counts: dict[str, int] = {}
+    for table in account_tables():
+        result = await unit.exec(delete(table).where(table.c.account_id == account_id))
+        if result.rowcount:
+            counts[str(table.name)] = result.rowcount
+    await unit.exec(delete(Account).where(col(Account.id) == account_id))
+    counts["account"] = 1
+    return counts

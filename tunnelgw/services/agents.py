@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import bindparam
 
-from models import Credential, Endpoint, Principal, Tunnel
+from models import AccessToken, Credential, Endpoint, Principal, Tunnel
 from models.tunnel_group_member import partners_of, regroup_account
 from models.tunnel_session import TunnelSession
-from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.core import ids, scopes, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
 from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
@@ -88,7 +88,11 @@ _WANTED_FIELDS = ("upstream_url", "traffic_policy", "pooling_enabled")
 
 
 async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential:
-    """The account's tunnel credential with `authtoken`."""
+    """The account's tunnel credential with `authtoken`; for an access token's token, a
+    stand-in credential (the token's id and owner, no ACL) once the token is usable and holds
+    `tunnel:start`."""
+    if authtoken.startswith(auth.ACCESS_TOKEN_PREFIX):
+        return await _access_token(unit, account_id, authtoken)
     found = await unit.select(
         Credential,
         f'"token_hash" = {unit.mark} AND "account_id" = {unit.mark}',
@@ -103,6 +107,51 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
             field="authtoken",
         )
     return found[0]
+
+
+async def _access_token(unit: Unit, account_id: str, authtoken: str) -> Credential:
+    found = await unit.select(
+        AccessToken,
+        f'"token_hash" = {unit.mark} AND "account_id" = {unit.mark}',
+        [auth.hash_token(authtoken), account_id],
+    )
+    if not found:
+        raise ApiError(
+            Code.AGENT_AUTH_FAILED,
+            "The authtoken is the form of an access token, but not one of this account (or "
+            "it was deleted). Create one with the tunnel:start scope (POST /access_tokens).",
+            field="authtoken",
+            context={"authtoken": masked(authtoken)},
+        )
+    token = found[0]
+    problem = auth.unusable(token.id, token.expires_at, token.revoked_at)
+    if problem is not None:
+        raise ApiError(
+            Code.AGENT_AUTH_FAILED,
+            problem,
+            field="authtoken",
+            access_token_id=token.id,
+            context={"authtoken": masked(authtoken)},
+        )
+    if scopes.TUNNEL_START not in token.scopes:
+        raise ApiError(
+            Code.SCOPE_REQUIRED,
+            f"The access token {token.id!r} does not have the {scopes.TUNNEL_START!r} scope "
+            "an agent needs to start a tunnel session; its owner can add it "
+            "(PATCH /access_tokens/{id}).",
+            scope=scopes.TUNNEL_START,
+            access_token_id=token.id,
+            field="authtoken",
+            context={"scope": scopes.TUNNEL_START, "id": token.id},
+        )
+    # Never added to the unit: it carries the token's id, account and owner to `start`.
+    return Credential.new(
+        id=token.id,
+        account_id=token.account_id,
+        owner_id=token.owner_id,
+        token_hash=token.token_hash,
+        acl=[],
+    )
 
 
 async def connect(unit: Unit, account_id: str, agent: Agent, wanted: Sequence[Wanted]) -> Started:
@@ -214,8 +263,7 @@ async def _start(
         upstream_url=item.upstream_url,
         traffic_policy=item.traffic_policy,
         pooling_enabled=item.pooling_enabled,
-        # The credential's owner when it has an address in this API (a bot user).
-        principal_id=credential.owner_id if credential.owner_id.startswith("bot_") else None,
+        principal_id=credential.owner_id,  # a user's Ref has uri "" (principal_ref)
         tunnel_session_id=session.id,
         **common,
     )

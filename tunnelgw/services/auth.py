@@ -1,9 +1,11 @@
 """Bearer-token authentication and the caller of the current request.
 
 Tokens are 256-bit random strings; only their SHA-256 is stored (a token has full entropy,
-so a slow password hash would add cost without adding safety). Every request looks the key
-up again, with its owner: a deleted key, or one of an inactive bot user, fails on the very next
-request, on every worker.
+so a slow password hash would add cost without adding safety). A bearer token is an API key's
+(full access) or an access token's (`ACCESS_TOKEN_PREFIX`; only its scopes,
+tunnelgw.core.scopes). Every request looks the credential up again, with its owner: a deleted
+key or token, a revoked or expired token, or one of an inactive bot user, fails on the very
+next request, on every worker.
 """
 
 from __future__ import annotations
@@ -13,37 +15,52 @@ import hashlib
 import hmac
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from models import Account, ApiKey, Principal
+from models import AccessToken, Account, ApiKey, Principal
 from models.base import AccountScoped
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
-from tunnelgw.storage import db
+from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
 
 TOKEN_PREFIX = "tgw_"  # noqa: S105 - a public prefix, not a secret
+# An access token's (the platform's are `<platform>_pat_...`); an API key's never starts so,
+# its random part being base62 (no `_`).
+ACCESS_TOKEN_PREFIX = "tgw_pat_"  # noqa: S105 - a public prefix, not a secret
 MAX_TOKEN_LENGTH = 512
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: the principal behind the API key, and its account."""
+    """Who is calling: the principal behind the API key or access token, and its account."""
 
     account_id: str
     principal_id: str
     is_admin: bool
-    api_key_id: str
+    # The API key's id; None when the credential is an access token.
+    api_key_id: str | None
     # What `api` IP restrictions the account has (models.ip_restriction.API_*).
     api_restriction: int = 0
     # Whether the account may have fault rules (models.account.Account.fault_rules).
     fault_rules: bool = False
+    # The access token's id and scopes; None for an API key (every scope).
+    access_token_id: str | None = None
+    scopes: frozenset[str] | None = None
+
+    def may(self, scope: str) -> bool:
+        """Whether the credential holds `scope` (an API key holds every scope)."""
+        return self.scopes is None or scope in self.scopes
+
+
+def new_access_token() -> str:
+    return ACCESS_TOKEN_PREFIX + ids.new_secret()
 
 
 def new_token() -> str:
@@ -65,42 +82,99 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         context = {"reason": "malformed", "credential": masked(token)}
         raise ApiError(Code.INVALID_CREDENTIALS, context=context)
     digest = hash_token(token)
+    kind = _ACCESS if token.startswith(ACCESS_TOKEN_PREFIX) else _KEYS
     model = _MODELS_AT.get(row[0]) if row is not None else None
     target = (model, row[1]) if model is not None and row is not None else None
     async with db.read() as unit:
         if target is None:
-            found = (await unit.exec(_BY_TOKEN_HASH, {"digest": digest})).first()
+            found = (await unit.exec(kind.by_hash, {"digest": digest})).first()
         else:
             params = {"digest": digest, "row_id": target[1]}
-            found = (await unit.exec(_with_row(target[0]), params)).first()
+            found = (await unit.exec(_with_row(kind, target[0]), params)).first()
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS, context={"credential": masked(token)})
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
-        found, carried = found[:9], found[9]
+        found, carried = found[: kind.width], found[kind.width]
         _carried.set((target[0], target[1], carried if carried.id is not None else None))
-    _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = found
+    _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = (
+        found[:9]
+    )
+    what = "access token" if kind is _ACCESS else "API key"
     if not active:
         raise ApiError(
             Code.PRINCIPAL_INACTIVE,
-            f"The API key {key_id!r} belongs to the bot user {principal_id!r}, which is "
-            "inactive: its keys authenticate again once an admin makes it active "
+            f"The {what} {key_id!r} belongs to the bot user {principal_id!r}, which is "
+            "inactive: its keys and tokens authenticate again once an admin makes it active "
             "(PATCH /bot_users/{id} with active true).",
             principal_id=principal_id,
         )
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
-    caller = Caller(account_id, principal_id, is_admin, key_id, restriction, bool(faults))
+    if kind is _KEYS:
+        caller = Caller(account_id, principal_id, is_admin, key_id, restriction, bool(faults))
+        return {"sub": principal_id, "caller": caller}
+    scopes, expires_at, revoked_at = found[9:12]
+    problem = unusable(key_id, expires_at, revoked_at)
+    if problem is not None:
+        raise ApiError(
+            Code.INVALID_CREDENTIALS,
+            problem,
+            access_token_id=key_id,
+            context={"credential": masked(token)},
+        )
+    caller = Caller(
+        account_id,
+        principal_id,
+        is_admin,
+        None,
+        restriction,
+        bool(faults),
+        access_token_id=key_id,
+        scopes=frozenset(scopes or ()),
+    )
     return {"sub": principal_id, "caller": caller}
 
 
-# The credential's key and its owner under aliases: a carried row may be an API key or a
-# principal (a bot user) too.
-_KEY = aliased(ApiKey, name="bearer_key")
+def unusable(token_id: str, expires_at: Any, revoked_at: Any) -> str | None:
+    """Why an access token no longer authenticates: revoked, or expired on the account's
+    clock (set for the request already: `timefmt.now()`); None while it does."""
+    if revoked_at is not None:
+        when = timefmt.rfc3339(_aware(revoked_at))
+        return f"The access token {token_id!r} was revoked at {when}; create a new one."
+    if expires_at is not None and _aware(expires_at) <= timefmt.now():
+        when = timefmt.rfc3339(_aware(expires_at))
+        return f"The access token {token_id!r} expired at {when}; create a new one."
+    return None
+
+
+def _aware(value: Any) -> datetime:
+    """A stored timestamp as an aware datetime (SQLite keeps no zone; text is parsed)."""
+    if isinstance(value, str):
+        return records.stored_time(value)
+    moment: datetime = value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+# The credential's key or token and its owner under aliases: a carried row may be an API key,
+# an access token or a principal (a bot user) too.
 _OWNER = aliased(Principal, name="owner")
-_CREDENTIAL = (
-    select(
-        col(_KEY.token_hash),
-        col(_KEY.id),
+
+
+@dataclass(frozen=True, eq=False)
+class _Kind:
+    """One kind of bearer credential: its statement (token hash, id, then the owner's and
+    account's columns, then the kind's own) and the number of columns it selects."""
+
+    statement: Any
+    width: int
+    by_hash: Query
+
+
+def _credential(model: type[ApiKey] | type[AccessToken], *extra: str) -> _Kind:
+    key = aliased(model, name="bearer_key")
+    columns = [
+        col(key.token_hash),
+        col(key.id),
         col(_OWNER.id),
         col(_OWNER.account_id),
         col(_OWNER.is_admin),
@@ -108,13 +182,20 @@ _CREDENTIAL = (
         col(Account.clock_offset_seconds),
         col(Account.api_restriction),
         col(Account.fault_rules),
+        *(col(getattr(key, name)) for name in extra),
+    ]
+    statement = (
+        select(*columns)
+        .select_from(key)
+        .join(_OWNER, col(_OWNER.id) == col(key.owner_id))
+        .join(Account, col(Account.id) == col(_OWNER.account_id))
+        .where(col(key.token_hash) == bindparam("digest"))
     )
-    .select_from(_KEY)
-    .join(_OWNER, col(_OWNER.id) == col(_KEY.owner_id))
-    .join(Account, col(Account.id) == col(_OWNER.account_id))
-    .where(col(_KEY.token_hash) == bindparam("digest"))
-)
-_BY_TOKEN_HASH = Query(_CREDENTIAL)
+    return _Kind(statement, len(columns), Query(statement))
+
+
+_KEYS = _credential(ApiKey)
+_ACCESS = _credential(AccessToken, "scopes", "expires_at", "revoked_at")
 
 
 def _collections() -> dict[str, type[AccountScoped]]:
@@ -134,10 +215,10 @@ _MODELS_AT = _collections()
 
 
 @functools.cache
-def _with_row(model: type[AccountScoped]) -> Query:
+def _with_row(kind: _Kind, model: type[AccountScoped]) -> Query:
     """The credential check and the row `row_id` of `model` (NULLs when there is none)."""
     return Query(
-        _CREDENTIAL.add_columns(model).outerjoin(model, col(model.id) == bindparam("row_id"))
+        kind.statement.add_columns(model).outerjoin(model, col(model.id) == bindparam("row_id"))
     )
 
 

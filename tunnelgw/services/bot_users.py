@@ -25,29 +25,6 @@ KIND = "bot"
 FIELDS = {"name": "name", "active": "active"}
 
 
-async def _check_name(unit: Unit, bot: Principal) -> None:
-    """ApiError(409 ERR_BOT_USER_NAME_TAKEN) when another bot user of the account has `bot`'s
-    name, as the platform refuses it (an unnamed bot user, `""`, is never a duplicate). The
-    caller holds the account's turn (tunnelgw.services.quotas.take_turn) to the end of
-    `unit`, so two writes of one name cannot both pass."""
-    if not bot.name:
-        return
-    found = await unit.select(
-        Principal,
-        f'"account_id" = {unit.mark} AND "kind" = {unit.mark} AND "name" = {unit.mark}',
-        [bot.account_id, KIND, bot.name],
-    )
-    other = next((row for row in found if row.id != bot.id), None)
-    if other is not None:
-        raise ApiError(
-            Code.BOT_USER_NAME_TAKEN,
-            f"The bot user {other.id!r} is called {bot.name!r} already; bot user (service "
-            "user) names are unique in an account.",
-            field="name",
-            id=other.id,
-        )
-
-
 def _require_admin(caller: Caller, verb: str) -> None:
     if not caller.is_admin:
         raise ApiError(
@@ -84,8 +61,7 @@ class BotUsers:
         )
         crud.apply_patch(bot, body or {}, FIELDS)
         async with db.write() as unit:
-            await quotas.add(unit, bot)  # holds the account's turn: names are checked alone
-            await _check_name(unit, bot)
+            await quotas.add(unit, bot)
         return bot.to_api(self.path), 201
 
     async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
@@ -122,9 +98,6 @@ class BotUsers:
             bot = await self._bot(unit, caller, id)
             _require_admin(caller, "change")
             crud.apply_patch(bot, body or {}, FIELDS)
-            if (body or {}).get("name"):
-                await quotas.take_turn(unit, caller.account_id)
-                await _check_name(unit, bot)
         return bot.to_api(self.path)
 
     async def delete(self, id: str) -> tuple[None, int]:  # noqa: A002

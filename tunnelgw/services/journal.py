@@ -48,6 +48,8 @@ COLUMNS = (
     "error_code",
     "principal_id",
     "api_key_id",
+    "access_token_id",
+    "scope",
     "duration_ms",
     "body_bytes",
     "body",

@@ -178,7 +178,8 @@ def _secret(run: _Load, table: Table, path: Path_, row_id: Any, column: str) -> 
 
 
 async def _check_empty(run: _Load) -> None:
-    """The account must hold no resources (reset keeps its principals and API keys)."""
+    """The account must hold no resources (reset keeps its principals, API keys and access
+    tokens)."""
     held = []
     for table in tables():
         if table.name in KEPT:

@@ -26,7 +26,7 @@ EXCLUDED = frozenset(
     {"request_journal", "event_delivery", "fault_rule", "fixture_load", "quota_usage"}
 )
 # What reset keeps: a load updates the account's own rows of these, keeping their secrets.
-KEPT = frozenset({"principal", "api_key"})
+KEPT = frozenset({"principal", "api_key", "access_token"})
 # How a secret column holds "left out of the snapshot this row was loaded from": an empty
 # blob, or this prefix and the row id (a token hash is unique; no token hashes to it).
 LEFT_OUT_PREFIX = "!left-out:"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -52,8 +52,8 @@ class AdminCalls(EventCalls, JournalCalls, SnapshotCalls):
         raise NotImplementedError
 
     def reset(self) -> dict[str, Any]:
-        """Empty the account (it keeps its principals and API keys), clear its fault rules and
-        reset its clock; returns `{"account_id", "deleted": {table: count}}`."""
+        """Empty the account (it keeps its principals, API keys and access tokens), clear its
+        fault rules and reset its clock; returns `{"account_id", "deleted": {table: count}}`."""
         return self._object("POST", "/_admin/reset")
 
     def load(self, fixture: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -134,6 +134,31 @@ class AdminCalls(EventCalls, JournalCalls, SnapshotCalls):
         """The agent of the tunnel session `session_id` goes away: the session, its tunnels
         and endpoints are removed."""
         self._admin("DELETE", f"/_admin/agent_sessions/{session_id}")
+
+    # Access tokens (not the admin API: `POST /access_tokens` with the server's token).
+
+    def access_token(
+        self,
+        scopes: Iterable[str],
+        *,
+        description: str = "testing kit",
+        expires_at: datetime | str | None = None,
+    ) -> str:
+        """A new access token of the account's admin user holding exactly `scopes` (such as
+        `["endpoints:read", "domains:write"]`; `tunnel:start` makes it an agent's authtoken);
+        returns its token, for the code under test to use instead of the server's API key.
+        A call outside its scopes answers 403 `ERR_SCOPE_REQUIRED`, naming the scope in
+        `details.scope`. `reset()` keeps access tokens, as it keeps API keys."""
+        body: dict[str, Any] = {"scopes": [*scopes], "description": description}
+        if expires_at is not None:
+            body["expires_at"] = inputs.as_rfc3339(expires_at)
+        return str(self._object("POST", "/access_tokens", body)["token"])
+
+    def scopes_used(self, *, since: datetime | str | None = None) -> set[str]:
+        """The scopes the account's recorded API requests needed (each entry's `scope`),
+        whatever credential made them: run the code under test with the server's API key,
+        and this is the least an access token for it must hold."""
+        return {entry["scope"] for entry in self.requests(since=since) if entry.get("scope")}
 
     # Internals.
 

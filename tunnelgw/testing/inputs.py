@@ -16,7 +16,17 @@ TEXT = "<fixture text>"
 # Settings the server object sets itself; the rest of tunnelgw.core.settings.Settings may
 # be given as keyword arguments. (`admin_api` is always on: the helpers' methods need it.)
 MANAGED_SETTINGS = frozenset(
-    {"host", "port", "data_dir", "database_url", "bootstrap_token", "seed", "seed_account"}
+    {
+        "host",
+        "port",
+        "data_dir",
+        "database_url",
+        "bootstrap_token",
+        "operator_token",
+        "seed",
+        "seed_account",
+        "seed_dir",
+    }
 )
 ALWAYS_ON = {"admin_api": "TUNNELGW_ADMIN_API"}
 

@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
 
 from tunnelgw.testing import inputs, process
-from tunnelgw.testing.admin import AdminCalls, TunnelgwError
+from tunnelgw.testing.accounts import ApiSession, TunnelgwAccount, TunnelgwOperator
 
 if TYPE_CHECKING:
     import httpx
 
-SERVICE_VERSION = "2"
 LOG_TAIL_CHARS = 6000
 _BANNER_ACCOUNT = re.compile(r"\baccount (acct_[0-9A-Za-z]+)")
 _PORT_IN_USE = "address already in use"
@@ -55,7 +54,7 @@ class TunnelgwStartError(RuntimeError):
         super().__init__(f"{message}\n--- tunnelgw server log (tail) ---\n{cut}{tail}")
 
 
-class TunnelgwServer(AdminCalls):
+class TunnelgwServer(ApiSession):
     """A tunnelgw server in its own process, for tests.
 
     ```python
@@ -68,6 +67,10 @@ class TunnelgwServer(AdminCalls):
     Keyword arguments other than the named ones are server settings
     (`tunnelgw.core.settings.Settings`, passed as `TUNNELGW_<NAME>`); an unknown name is a
     TypeError. The environment's own `TUNNELGW_*` variables are not passed on.
+
+    Besides its own account, the server makes accounts on demand with its operator token
+    (generated here): `create_account()` gives a `TunnelgwAccount` of its own (dropped with
+    `drop()` or at the end of its `with` block), `accounts()` lists them.
     """
 
     def __init__(
@@ -90,6 +93,8 @@ class TunnelgwServer(AdminCalls):
         self._fixed_port = port is not None
         self._token: str | None = None
         self._account_id: str | None = None
+        self._operator: TunnelgwOperator | None = None
+        self._operator_token = secrets.token_urlsafe(32)
         self._data_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -141,9 +146,9 @@ class TunnelgwServer(AdminCalls):
     def stop(self) -> None:
         """Stop the server (SIGTERM to its process group, SIGKILL after `stop_timeout`
         seconds) and remove its data directory. Safe to call more than once."""
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        self._close_http()
+        if self._operator is not None:
+            self._operator.close()
         if self._finalizer is not None and self._finalizer.alive:
             self._kept_log, self._log_end = self._finalizer() or (b"", 0)
 
@@ -173,9 +178,30 @@ class TunnelgwServer(AdminCalls):
         return self._require(self._account_id, "account_id")
 
     @property
-    def headers(self) -> dict[str, str]:
-        """`Authorization` and `Service-Version` for requests as the account's admin."""
-        return {"Authorization": f"Bearer {self.token}", "Service-Version": SERVICE_VERSION}
+    def operator_token(self) -> str:
+        """The server's operator token (TUNNELGW_OPERATOR_TOKEN): accounts on demand."""
+        return self._operator_token
+
+    @property
+    def operator(self) -> TunnelgwOperator:
+        """The server's operator: makes, lists and drops accounts."""
+        if self._operator is None:
+            self._operator = TunnelgwOperator(self.base_url, self.operator_token)
+            self._operator.server = self
+        return self._operator
+
+    def create_account(
+        self,
+        name: str = "",
+        fixture: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    ) -> TunnelgwAccount:
+        """A new account of its own (admin user and key), with `fixture` loaded into it;
+        see `TunnelgwOperator.create_account`."""
+        return self.operator.create_account(name, fixture)
+
+    def accounts(self) -> list[dict[str, Any]]:
+        """Every account of the server (its own included), newest first."""
+        return self.operator.accounts()
 
     @property
     def data_dir(self) -> Path:
@@ -186,19 +212,6 @@ class TunnelgwServer(AdminCalls):
     def pid(self) -> int:
         """The server's process id (also its process group id)."""
         return self._require(self._proc, "pid").pid
-
-    def client(self, **kwargs: Any) -> httpx.Client:
-        """An httpx.Client with `base_url` and `headers` set (keyword arguments go to
-        httpx.Client; `headers` are added to these). Close it, e.g. `with server.client()`."""
-        import httpx
-
-        return httpx.Client(**self._client_args(kwargs))
-
-    def async_client(self, **kwargs: Any) -> httpx.AsyncClient:
-        """The same as an httpx.AsyncClient."""
-        import httpx
-
-        return httpx.AsyncClient(**self._client_args(kwargs))
 
     def log_text(self, since: int = 0) -> str:
         """The server's output so far, from byte offset `since` (a `log_position()`); after
@@ -230,29 +243,6 @@ class TunnelgwServer(AdminCalls):
             raise RuntimeError(f"TunnelgwServer.{what}: the server is not started")
         return value
 
-    def _client_args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        headers = {**self.headers, **dict(kwargs.pop("headers", None) or {})}
-        # A proxy from the environment must not carry requests to 127.0.0.1.
-        return (
-            {"base_url": self.base_url, "timeout": 30.0, "trust_env": False}
-            | kwargs
-            | {"headers": headers}
-        )
-
-    def _admin(self, method: str, path: str, body: Any = None) -> Any:
-        if self._http is None:
-            self._http = self.client()
-        content = None if body is None else json.dumps(body, default=inputs.json_default)
-        headers = {"Content-Type": "application/json"} if content is not None else {}
-        response = self._http.request(method, path, content=content, headers=headers)
-        if response.is_error:
-            try:
-                error: Any = response.json()
-            except ValueError:
-                error = response.text
-            raise TunnelgwError(method, path, response.status_code, error)
-        return response.json() if response.content else None
-
     def _env(self, data_dir: Path) -> dict[str, str]:
         env = {
             name: value
@@ -268,6 +258,7 @@ class TunnelgwServer(AdminCalls):
         env["TUNNELGW_DATA_DIR"] = str(data_dir)
         for variable in inputs.ALWAYS_ON.values():
             env[variable] = "1"
+        env["TUNNELGW_OPERATOR_TOKEN"] = self._operator_token
         if self.database_url is not None:
             env["TUNNELGW_DATABASE_URL"] = self.database_url
         for name, value in self.settings.items():

@@ -15,8 +15,8 @@ from connexion.middleware.abstract import RoutedAPI, RoutedMiddleware
 from connexion.operations import AbstractOperation
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tunnelgw.core import timefmt
-from tunnelgw.core.errors import ApiError
+from tunnelgw.core import scopes, timefmt
+from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import metrics, rendering
 from tunnelgw.http.middleware import operation_id
 from tunnelgw.http.pipeline import bodies, parameters, security
@@ -69,6 +69,11 @@ class Operation:
         self.versioned = any(p["name"] == VERSION_HEADER for p in operation.parameters)
         self.version_headers = tuple(h.lower().encode("latin-1") for h in version_headers)
         self.authenticate = security.credential_check(operation)
+        # The scope an access token needs for this operation (tunnelgw.core.scopes; an
+        # authenticated operation the table lacks is refused to every access token).
+        self.scope = scopes.required(self.spec_operation_id)
+        if self.authenticate is not None and self.scope is None:
+            self.scope = scopes.ADMIN_ONLY
         self.row = security.row_target(operation, self.parameters.path)
         self.max_body_bytes = max_body_bytes
         self.body = Body(operation) if operation.request_body else None
@@ -113,11 +118,15 @@ class Operation:
         async with db.request_scope():
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
-                caller: auth.Caller = info["caller"]
-                auth.activate(caller)
-                scope[CALLER] = caller
-                if caller.api_restriction and self.restrictable:
-                    await self._check_ip_restrictions(scope, caller)
+                # None: the operator's token (the account operations), no account's caller.
+                caller: auth.Caller | None = info["caller"]
+                if caller is not None:
+                    auth.activate(caller)
+                    scope[CALLER] = caller
+                    if caller.scopes is not None:
+                        self._check_scope(caller)
+                    if caller.api_restriction and self.restrictable:
+                        await self._check_ip_restrictions(scope, caller)
             if isinstance(path, ApiError):  # reported after the credential check
                 raise path
             kwargs = self.parameters.arguments(scope, path)
@@ -130,6 +139,26 @@ class Operation:
             if self.faults and auth.caller().fault_rules and not scope.get(INTERNAL):
                 await faults.apply(auth.caller().account_id, self.spec_operation_id)
             return await self.handler(**kwargs)
+
+    def _check_scope(self, caller: auth.Caller) -> None:
+        """ApiError(403) unless the caller's access token holds the operation's scope."""
+        if self.scope == scopes.ADMIN_ONLY:
+            raise ApiError(
+                Code.PERMISSION_DENIED,
+                f"{self.spec_operation_id} is not open to access tokens: the admin API "
+                "takes an API key.",
+                access_token_id=caller.access_token_id or "",
+            )
+        if self.scope is not None and not caller.may(self.scope):
+            raise ApiError(
+                Code.SCOPE_REQUIRED,
+                f"The access token {caller.access_token_id!r} does not have the "
+                f"{self.scope!r} scope that {self.spec_operation_id} needs; its owner can add "
+                "it (PATCH /access_tokens/{id}), or use a token that has it.",
+                scope=self.scope,
+                access_token_id=caller.access_token_id or "",
+                context={"scope": self.scope},
+            )
 
     async def _check_ip_restrictions(self, scope: Scope, caller: auth.Caller) -> None:
         """The account's `api` IP restrictions on the client's address: 403 from an enforced
@@ -174,6 +203,8 @@ class Operation:
             error_code,
             caller.principal_id,
             caller.api_key_id,
+            caller.access_token_id,
+            self.scope,
             round((time.perf_counter() - started) * 1000, 3),
             len(raw),
             journal.body_of(raw, self.secrets),
