@@ -25,6 +25,7 @@ import (
 
 	ngrok "github.com/ngrok/ngrok-api-go/v9"
 	"github.com/ngrok/ngrok-api-go/v9/agent_ingresses"
+	"github.com/ngrok/ngrok-api-go/v9/ai_gateway_api_keys"
 	"github.com/ngrok/ngrok-api-go/v9/api_keys"
 	"github.com/ngrok/ngrok-api-go/v9/backends/http_response"
 	"github.com/ngrok/ngrok-api-go/v9/backends/tunnel_group"
@@ -422,6 +423,27 @@ func TestEndpointsAndIngresses(t *testing.T) {
 		delete: eps.Delete,
 		id:     func(x *ngrok.Endpoint) string { return x.ID },
 	})
+	// AI gateway API keys belong to a cloud endpoint; the token is shown by the create only.
+	endpoint := must(eps.Create(ctx, &ngrok.EndpointCreate{
+		URL: "https://" + domain.Domain, Type: "cloud", TrafficPolicy: policy,
+	}))
+	keys := ai_gateway_api_keys.NewClient(config)
+	roundTrip(t, family[ngrok.AIGatewayAPIKey]{
+		create: func(ctx context.Context) (*ngrok.AIGatewayAPIKey, error) {
+			return keys.Create(ctx, &ngrok.AIGatewayAPIKeyCreate{Description: "chat", EndpointID: endpoint.ID})
+		},
+		get: keys.Get,
+		update: func(ctx context.Context, id string) (*ngrok.AIGatewayAPIKey, error) {
+			return keys.Update(ctx, &ngrok.AIGatewayAPIKeyUpdate{ID: id, Description: ngrok.String("chat (prod)")})
+		},
+		list:       func() ngrok.Iter[*ngrok.AIGatewayAPIKey] { return keys.List(nil) },
+		delete:     keys.Delete,
+		id:         func(x *ngrok.AIGatewayAPIKey) string { return x.ID },
+		createOnly: func(x *ngrok.AIGatewayAPIKey) { x.Token = "" },
+	})
+	if err := eps.Delete(ctx, endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
 	if err := reserved_domains.NewClient(config).Delete(ctx, domain.ID); err != nil {
 		t.Fatal(err)
 	}
