@@ -160,18 +160,23 @@ def build_provider(bin_dir: Path) -> Path:
                 _build_from_proxy(
                     PROVIDER_MODULE, PROVIDER_VERSION, PROVIDER_MODULE, tmp_out, Path(tmp)
                 )
-            except BuildUnavailableError:
+            except BuildUnavailableError as by_proxy:
                 # A proxy's 403 is final for `go`; the module's own repository may still
                 # answer (GOPROXY=direct: git, checked against the checksum database).
                 shutil.rmtree(Path(tmp) / "wrapper", ignore_errors=True)
-                _build_from_proxy(
-                    PROVIDER_MODULE,
-                    PROVIDER_VERSION,
-                    PROVIDER_MODULE,
-                    tmp_out,
-                    Path(tmp),
-                    {"GOPROXY": "direct"},
-                )
+                try:
+                    _build_from_proxy(
+                        PROVIDER_MODULE,
+                        PROVIDER_VERSION,
+                        PROVIDER_MODULE,
+                        tmp_out,
+                        Path(tmp),
+                        {"GOPROXY": "direct"},
+                    )
+                except BuildUnavailableError as direct:
+                    raise BuildUnavailableError(
+                        f"the module proxy: {by_proxy}; the repository (GOPROXY=direct): {direct}"
+                    ) from None
         except BuildUnavailableError as refused:
             src = os.environ.get("TUNNELGW_TERRAFORM_PROVIDER_SRC")
             if not src:
