@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from models import EventSource, EventSubscription
-from models.event_source import of_subscription, sources_path
+from models.event_source import check_fields, of_subscription, sources_path
 from tunnelgw.core import urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.services import auth, crud, listing
@@ -39,6 +39,7 @@ async def _source(unit: Unit, subscription_id: str, type_: str) -> EventSource:
 
 async def create(subscription_id: str, body: Body = None) -> tuple[dict[str, Any], int]:
     type_ = (body or {})["type"]  # required by the schema
+    fields = check_fields(body or {}, "fields")
     async with db.write() as unit:
         subscription = await _subscription(unit, subscription_id)
         if await unit.get(EventSource, (subscription.id, type_)) is not None:
@@ -51,7 +52,10 @@ async def create(subscription_id: str, body: Body = None) -> tuple[dict[str, Any
             )
         # Under a race the primary key (subscription_id, type) rejects the second insert.
         source = EventSource.new(
-            subscription_id=subscription.id, type=type_, account_id=subscription.account_id
+            subscription_id=subscription.id,
+            type=type_,
+            account_id=subscription.account_id,
+            fields=fields,
         )
         unit.add(source)
     return source.to_api(), 201

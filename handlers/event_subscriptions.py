@@ -7,14 +7,14 @@ every time)."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import delete as sql_delete
 from sqlmodel import col
 
 from models import EventDestination, EventSource, EventSubscription, EventSubscriptionDestination
-from models.event_source import of_subscription
+from models.event_source import check_fields, of_subscription
 from models.event_subscription import destinations_of
 from tunnelgw.core import ids
 from tunnelgw.services import auth, crud, paging, quotas
@@ -55,19 +55,26 @@ async def _link(
     )
 
 
-def _types(body: dict[str, Any]) -> builtins.list[str]:
-    """The event types of the body's `sources` (the schema makes them unique)."""
-    return sorted(source["type"] for source in body.get("sources") or [])
+def _types(body: dict[str, Any]) -> dict[str, builtins.list[str]]:
+    """The event types of the body's `sources` (the schema makes them unique), each with
+    the fields it captures (400 ERR_INVALID_FIELD for fields on a type that has none)."""
+    found: dict[str, builtins.list[str]] = {}
+    for index, source in enumerate(body.get("sources") or []):
+        found[source["type"]] = check_fields(source, f"sources.{index}.fields")
+    return dict(sorted(found.items()))
 
 
 def _new_sources(
-    subscription: EventSubscription, types: Iterable[str]
+    subscription: EventSubscription, types: dict[str, builtins.list[str]]
 ) -> builtins.list[EventSource]:
     return [
         EventSource.new(
-            subscription_id=subscription.id, type=type_, account_id=subscription.account_id
+            subscription_id=subscription.id,
+            type=type_,
+            account_id=subscription.account_id,
+            fields=fields,
         )
-        for type_ in types
+        for type_, fields in types.items()
     ]
 
 
@@ -127,17 +134,22 @@ async def _with_sources(
 
 
 async def _replace_sources(
-    unit: Unit, subscription: EventSubscription, types: builtins.list[str]
+    unit: Unit, subscription: EventSubscription, types: dict[str, builtins.list[str]]
 ) -> builtins.list[EventSource]:
-    """Make `types` the subscription's sources (removing the others); the sources by type."""
+    """Make `types` the subscription's sources (removing the others, each kept one with the
+    fields the body gives it); the sources by type."""
     kept: builtins.list[EventSource] = []
     for source in await of_subscription(unit, subscription.id):
         if source.type in types:
+            if source.fields != types[source.type]:
+                source.fields = types[source.type]  # the unit writes the change at commit
             kept.append(source)
         else:
             await unit.delete(source)
     have = {source.type for source in kept}
-    added = _new_sources(subscription, [type_ for type_ in types if type_ not in have])
+    added = _new_sources(
+        subscription, {type_: fields for type_, fields in types.items() if type_ not in have}
+    )
     unit.add_all(added)
     return sorted([*kept, *added], key=lambda source: source.type)
 

@@ -79,7 +79,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
                 field="domain",
             )
         cert_id = body.get("certificate_id")
-        if cert_id is not None:
+        if cert_id:  # "" is unset, as null is
             await _certificate(unit, caller, cert_id)
             row.certificate_id = cert_id
         await quotas.add(unit, row)
@@ -118,7 +118,7 @@ async def _set_references(
         if value is not None:
             setattr(row, field, value or None)  # "" clears
     cert_id = body.get("certificate_id")
-    if cert_id is not None:
+    if cert_id:  # "" changes nothing, as null does
         await _certificate(unit, caller, cert_id)
         certstore.detach_policy(row)
         row.certificate_id = cert_id

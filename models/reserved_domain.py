@@ -57,7 +57,10 @@ class ReservedDomain(DescribedResource, CertManaged, table=True):
             "certificate_management_policy": self.policy_api(),
             "certificate_management_status": self.status_api(),
             "acme_challenge_cname_target": self.acme_challenge_cname_target,
-            "resolves_to": [{"value": value} for value in self.resolves_to],
+            # Global resolution reads back null, not []: the platform's Go clients see no
+            # list (the platform's Terraform provider keeps null; [] makes every later
+            # update an "inconsistent result after apply").
+            "resolves_to": [{"value": value} for value in self.resolves_to] or None,
         }
 
 

@@ -66,7 +66,11 @@ def test_create_get_list_update_delete(admin, esb):
     created = admin.post(esb, json={"type": "ip_policy_created.v0"})
     assert created.status_code == 201, created.text
     source = created.json()
-    assert source == {"type": "ip_policy_created.v0", "uri": f"{BASE}{esb}/ip_policy_created.v0"}
+    assert source == {
+        "type": "ip_policy_created.v0",
+        "fields": [],
+        "uri": f"{BASE}{esb}/ip_policy_created.v0",
+    }
     url = f"{esb}/ip_policy_created.v0"
     assert admin.get(url).json() == source
     assert admin.get(source["uri"].removeprefix(BASE)).json() == source

@@ -40,8 +40,16 @@ def test_create_get_list_update_delete(admin):
     assert sub["uri"] == BASE + url
     # sorted by type, each the event source operations' object
     assert sub["sources"] == [
-        {"type": "api_key_created.v0", "uri": f"{BASE}{url}/sources/api_key_created.v0"},
-        {"type": "ip_policy_updated.v0", "uri": f"{BASE}{url}/sources/ip_policy_updated.v0"},
+        {
+            "type": "api_key_created.v0",
+            "fields": [],
+            "uri": f"{BASE}{url}/sources/api_key_created.v0",
+        },
+        {
+            "type": "ip_policy_updated.v0",
+            "fields": [],
+            "uri": f"{BASE}{url}/sources/ip_policy_updated.v0",
+        },
     ]
     assert sub["destinations"] == []
     for source in sub["sources"]:
@@ -230,3 +238,44 @@ def test_a_destination_in_use_cannot_be_deleted(admin):
     assert admin.delete(f"{PATH}/{subs[1]}").status_code == 204
     assert admin.delete(ed_url).status_code == 204
     assert_error(admin.get(ed_url), 404, "ERR_NOT_FOUND")
+
+
+def test_traffic_sources_keep_the_fields_they_capture(admin):
+    """The platform's Terraform provider sends `sources[*].fields` (traffic event types only)
+    and reads them back: stored as sent, replaced by an update that lists the source again,
+    `[]` when none were chosen; fields on an audit event type are refused."""
+    traffic = "http_request_complete.v0"
+    made = admin.post(
+        PATH,
+        json={
+            "sources": [
+                {"type": traffic, "fields": ["status", "duration"]},
+                {"type": "ip_policy_created.v0", "fields": None},
+            ]
+        },
+    )
+    assert made.status_code == 201, made.text
+    url = f"{PATH}/{made.json()['id']}"
+    by_type = {source["type"]: source["fields"] for source in made.json()["sources"]}
+    assert by_type == {traffic: ["status", "duration"], "ip_policy_created.v0": []}
+    assert admin.get(url).json()["sources"] == made.json()["sources"]
+    assert admin.get(f"{url}/sources/{traffic}").json()["fields"] == ["status", "duration"]
+    updated = admin.patch(url, json={"sources": [{"type": traffic, "fields": ["status"]}]})
+    assert [s["fields"] for s in updated.json()["sources"]] == [["status"]]
+    assert admin.get(url).json()["sources"] == updated.json()["sources"]
+    cleared = admin.patch(url, json={"sources": [{"type": traffic}]}).json()
+    assert cleared["sources"][0]["fields"] == []
+    refused = admin.post(PATH, json={"sources": [{"type": "api_key_created.v0", "fields": ["x"]}]})
+    assert assert_error(refused, 400, "ERR_INVALID_FIELD")["details"]["field"] == (
+        "sources.0.fields"
+    )
+    twice = admin.post(PATH, json={"sources": [{"type": traffic, "fields": ["a", "a"]}]})
+    assert_error(twice, 400, "ERR_INVALID_FIELD")
+    added = admin.post(
+        f"{url}/sources", json={"type": "tcp_connection_closed.v0", "fields": ["bytes"]}
+    )
+    assert added.status_code == 201, added.text
+    assert added.json()["fields"] == ["bytes"]
+    no_fields = admin.post(f"{url}/sources", json={"type": "api_key_created.v0", "fields": ["x"]})
+    assert assert_error(no_fields, 400, "ERR_INVALID_FIELD")["details"]["field"] == "fields"
+    assert admin.delete(url).status_code == 204

@@ -39,8 +39,8 @@ def test_resolves_to_defaults_to_global(admin, given):
         body["resolves_to"] = given
     created = admin.post(RD, json=body)
     assert created.status_code == 201, created.text
-    assert created.json()["resolves_to"] == []
-    assert admin.get(f"{RD}/{created.json()['id']}").json()["resolves_to"] == []
+    assert created.json()["resolves_to"] is None
+    assert admin.get(f"{RD}/{created.json()['id']}").json()["resolves_to"] is None
 
 
 def test_resolves_to_is_stored_returned_everywhere_and_replaced_by_patch(admin):
@@ -56,9 +56,9 @@ def test_resolves_to_is_stored_returned_everywhere_and_replaced_by_patch(admin):
     assert admin.patch(url, json={"resolves_to": [{"value": "jp"}]}).json()["resolves_to"] == [
         {"value": "jp"}
     ]
-    assert admin.patch(url, json={"resolves_to": []}).json()["resolves_to"] == []
+    assert admin.patch(url, json={"resolves_to": []}).json()["resolves_to"] is None
     admin.patch(url, json={"resolves_to": [{"value": "sa"}]})
-    assert admin.patch(url, json={"resolves_to": None}).json()["resolves_to"] == []
+    assert admin.patch(url, json={"resolves_to": None}).json()["resolves_to"] is None
 
 
 def test_every_region_and_global_are_accepted(admin):

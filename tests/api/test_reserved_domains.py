@@ -403,7 +403,7 @@ def test_update_rules(admin, other, factory):
         ({"domain": "x.example.com"}, "ERR_UNKNOWN_FIELD", "domain"),
         ({"name": "x"}, "ERR_UNKNOWN_FIELD", "name"),
         ({"region": "eu"}, "ERR_UNKNOWN_FIELD", "region"),
-        ({"certificate_id": ""}, "ERR_INVALID_FIELD", "certificate_id"),
+        ({"certificate_id": "cert_x"}, "ERR_INVALID_FIELD", "certificate_id"),
         ({"http_endpoint_configuration_id": "ep_x"}, "ERR_INVALID_FIELD",
          "http_endpoint_configuration_id"),
         ({"metadata": "x" * 4097}, "ERR_FIELD_TOO_LONG", "metadata"),
@@ -611,3 +611,22 @@ def test_the_issued_key_is_made_before_the_write_unit(admin, monkeypatch, key_ty
     issued = admin.get(f"{PATH}/{rd.json()['id']}").json()
     assert issued["certificate"] is not None
     assert made_in_unit == [False]
+
+
+def test_empty_certificate_id_is_unset(admin, factory):
+    """What the platform's Terraform provider sends on every update of a domain without an
+    uploaded certificate (its state holds `""` for none): `certificate_id: ""` changes
+    nothing, with or without a policy beside it, and creates as if absent."""
+    rd = admin.post(PATH, json={"domain": custom(), "certificate_id": ""})
+    assert rd.status_code == 201, rd.text
+    url = f"{PATH}/{rd.json()['id']}"
+    patched = admin.patch(url, json={"certificate_id": "", "description": "d"}).json()
+    assert (patched["certificate"], patched["description"]) == (None, "d")
+    both = admin.patch(url, json={"certificate_id": "", "certificate_management_policy": {}})
+    assert both.status_code == 200, both.text
+    assert both.json()["certificate_management_policy"] is not None
+    cert = _cert(factory, admin.creds.account_id)
+    attached = admin.patch(url, json={"certificate_id": cert.id}).json()
+    assert attached["certificate"]["id"] == cert.id
+    kept = admin.patch(url, json={"certificate_id": "", "description": "e"}).json()
+    assert kept["certificate"]["id"] == cert.id

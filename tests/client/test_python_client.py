@@ -159,7 +159,7 @@ def test_http_response_backends(client):
 def test_reserved_domains(client):
     domains = client.reserved_domains
     plain = domains.create(domain=f"c{uuid.uuid4().hex[:10]}.example.com")  # resolves_to: []
-    assert plain.resolves_to == []
+    assert plain.resolves_to == []  # null on the wire (global); the client makes it []
     policy = datatypes.ReservedDomainCertPolicy(None, {"private_key_type": "ecdsa"})
     resolves = [datatypes.ReservedDomainResolvesToEntry(None, {"value": "eu"})]
     managed = domains.create(

@@ -106,11 +106,9 @@ def _aware(value: datetime | None) -> datetime | None:
 
 
 def check_exclusive(body: dict[str, Any]) -> None:
-    """ApiError(400) when a body sets both certificate_id and certificate_management_policy."""
-    if (
-        body.get("certificate_id") is not None
-        and body.get("certificate_management_policy") is not None
-    ):
+    """ApiError(400) when a body sets both certificate_id and certificate_management_policy
+    (a `certificate_id` of `""` is unset)."""
+    if body.get("certificate_id") and body.get("certificate_management_policy") is not None:
         raise ApiError(
             Code.CONFLICTING_FIELDS,
             "certificate_id and certificate_management_policy exclude each other: attach an "
