@@ -20,8 +20,9 @@ NO_EVENTS = {
     "bot_users.create",
     "kubernetes_operators.create",
     "abuse_reports.create",
-    # The platform documents no events for AI gateway API keys.
+    # The platform documents no events for AI gateway API keys or access tokens.
     "ai_gateway_api_keys.create",
+    "access_tokens.create",
 }
 
 
