@@ -335,16 +335,18 @@ def test_schemathesis_platform_profile(
     platform answers otherwise than they expect: a request without credentials is 403
     ERR_NGROK_200 (not 401), and a valid request that conflicts with the state is 400 (not
     409), which also makes the "mostly rejected" warning no sign of a wrong schema; the run
-    without the profile keeps all three."""
+    without the profile keeps them all, and the warning that some operation was not reached."""
     profile = {"TUNNELGW_PROFILE": "platform"}
     with _live_server(tmp_path_factory, settings, "contract-profile", **profile) as (srv, db):
         creds, entries = _contract_account(db.resolved_database_url())
         fixtures.load(EXAMPLE, db, creds.account_id)
         api = [entry for entry in entries if not entry[0][1].startswith("admin.")]
-        # Conflicts are 400 too, so "mostly rejected" is no sign of a wrong schema here.
+        # Conflicts are 400 too, so "mostly rejected" is no sign of a wrong schema here; and
+        # the shorter run may not reach every operation ("missing test data"), which the run
+        # without the profile checks.
         base = CONFIG.read_text()
         assert "\nfail-on = true\n" in base
-        only = 'fail-on = ["missing_auth", "missing_test_data", "method_not_allowed"]'
+        only = 'fail-on = ["missing_auth", "method_not_allowed"]'
         profile_base = srv.data_dir / "schemathesis-profile-base.toml"
         profile_base.write_text(base.replace("\nfail-on = true\n", f"\n{only}\n"))
         config = seed.config(profile_base, srv.data_dir / "schemathesis-profile.toml", api)
