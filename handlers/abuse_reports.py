@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from models import AbuseReport
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import AbuseReport
 from tunnelgw.rules import hostnames
 from tunnelgw.services import abuse, auth, crud, quotas
 from tunnelgw.services.crud import Body

@@ -9,9 +9,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from models import Endpoint
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Endpoint
 from tunnelgw.rules import endpoint_urls, traffic_policy
 from tunnelgw.services import auth, cloud_endpoints, crud, listing, paging, quotas
 from tunnelgw.services.auth import Caller

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import SshCredential
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
+from tunnelgw.models import SshCredential
 from tunnelgw.rules import acls
 from tunnelgw.services import auth, crud, ownership, quotas
 from tunnelgw.services.crud import Body

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, Owned, secret
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, Owned, secret
 
 
 class AccessToken(DescribedResource, Owned, table=True):

@@ -8,8 +8,8 @@ from typing import ClassVar
 from sqlalchemy import BigInteger
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, Row, id_field
 
 
 class Account(Row, table=True):

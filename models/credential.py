@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned, secret
+from tunnelgw.models.base import DescribedResource, Owned, secret
 
 
 class Credential(DescribedResource, Owned, table=True):

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, id_field
 
 # Edge kind -> id prefix; the kind is also the path segment (`/edges/tls/...`).
 KIND_PREFIXES = {"https": "edghts", "tcp": "edgtcp", "tls": "edgtls"}

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import Index
 
-from models.base import DescribedResource
+from tunnelgw.models.base import DescribedResource
 
 
 class IpPolicy(DescribedResource, table=True):

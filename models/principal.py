@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Literal
 
 from sqlalchemy import Index
 
-from models.base import AccountScoped
 from tunnelgw.core import urls
+from tunnelgw.models.base import AccountScoped
 
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned
+from tunnelgw.models.base import DescribedResource, Owned
 
 
 class SshCredential(DescribedResource, Owned, table=True):

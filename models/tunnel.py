@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, id_field
 
 
 class Tunnel(DescribedResource, table=True):

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, UniqueConstraint
 from sqlmodel import Field
 
-from models.base import ID_TYPE, TIMESTAMP, DescribedResource
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import ID_TYPE, TIMESTAMP, DescribedResource
 
 
 class Vault(DescribedResource, table=True):

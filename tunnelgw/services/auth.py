@@ -22,11 +22,11 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from models import AccessToken, Account, ApiKey, Principal
-from models.base import AccountScoped
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
+from tunnelgw.models import AccessToken, Account, ApiKey, Principal
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
 

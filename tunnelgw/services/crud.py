@@ -11,9 +11,9 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
 
-from models.base import AccountScoped, Owned
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models.base import AccountScoped, Owned
 from tunnelgw.services import auth, listing, ownership, paging, quotas, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records

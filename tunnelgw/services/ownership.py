@@ -6,9 +6,9 @@ admin's hand. They go with their owner (a deleted bot user's foreign keys cascad
 
 from __future__ import annotations
 
-from models import Principal
-from models.base import Owned
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Principal
+from tunnelgw.models.base import Owned
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage.unit import Unit
 

@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, literal, select
 from sqlmodel import col
 
-from models import Account, QuotaUsage
-from models.base import AccountScoped
 from tunnelgw.core import settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Account, QuotaUsage
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import records
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
