@@ -2,7 +2,7 @@
 
 A report names URLs; each URL's hostname is recorded once, with whether this server serves
 it (tunnelgw.services.abuse); the simulated review decides the hostnames one by one on the
-account's clock (models.abuse_report).
+account's clock (tunnelgw.models.abuse_report).
 """
 
 from __future__ import annotations

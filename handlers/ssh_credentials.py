@@ -1,7 +1,7 @@
 """SSH credentials (`/ssh_credentials`): SSH public keys that start tunnels through an SSH
 gateway. The key is checked as an SSH user certificate's is (tunnelgw.crypto.ssh), stored as
 sent and never changes. Owned resources with ACL rules, as tunnel credentials
-(handlers.credentials)."""
+(tunnelgw.handlers.credentials)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tunnel group backends (`/backends/tunnel_group`): `labels` select the account's tunnels
-(models.tunnel_group_member keeps the selection); a backend that an edge or route module uses
-cannot be deleted (409). On update, `labels: {}` changes nothing (the Python client sends it
+(tunnelgw.models.tunnel_group_member keeps the selection); a backend that an edge or route module
+uses cannot be deleted (409). On update, `labels: {}` changes nothing (the Python client sends it
 with every update)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Tunnels (`/tunnels`): read-only (agents start tunnels; rows come from fixtures). Each shows
-the tunnel group backends it serves (models.tunnel_group_member)."""
+the tunnel group backends it serves (tunnelgw.models.tunnel_group_member)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tunnel credentials (`cr_`): the authtokens agents start tunnels with, owned by a principal
-(models.base.Owned), with their ACL rules (tunnelgw.rules.acls). Only the SHA-256 of the token
-is stored, as for API keys."""
+(tunnelgw.models.base.Owned), with their ACL rules (tunnelgw.rules.acls). Only the SHA-256 of the
+token is stored, as for API keys."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Edges (`edghts_`, `edgtcp_`, `edgtls_`). TLS edges are managed through the API; HTTPS and
 TCP edges are read-only (written by fixtures). TLS and TCP edges carry a backend module (a
 tunnel group backend; for TLS edges also `/edges/tls/{id}/backend`); an HTTPS edge shows its
-routes (models.edge_route)."""
+routes (tunnelgw.models.edge_route)."""
 
 from __future__ import annotations
 

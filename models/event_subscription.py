@@ -1,4 +1,4 @@
-"""Event subscriptions (`esb_`): which event types (its event sources, models.event_source)
+"""Event subscriptions (`esb_`): which event types (its event sources, tunnelgw.models.event_source)
 are sent to which event destinations (rows of `event_subscription_destination`)."""
 
 from __future__ import annotations

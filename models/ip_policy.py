@@ -1,5 +1,5 @@
-"""IP policies (`ipp_`): named groups of allow and deny rules (models.ip_policy_rule) that IP
-restrictions apply."""
+"""IP policies (`ipp_`): named groups of allow and deny rules (tunnelgw.models.ip_policy_rule) that
+IP restrictions apply."""
 
 from __future__ import annotations
 

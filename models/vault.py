@@ -1,5 +1,6 @@
-"""Vaults (`vault_`): named containers of secrets (models.vault_secret), the name unique in the
-account; `created_by` / `last_updated_by` are the ids of the principals that made the changes."""
+"""Vaults (`vault_`): named containers of secrets (tunnelgw.models.vault_secret), the name unique in
+the account; `created_by` / `last_updated_by` are the ids of the principals that made the
+changes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Certificate management on stored rows (reserved domains and agent ingresses, both
-`models.cert_managed.CertManaged`): settle the rows that are due (see
+`tunnelgw.models.cert_managed.CertManaged`): settle the rows that are due (see
 tunnelgw.rules.certmanagement), issue and store their certificates, and the issuing CA rows,
 which also sign client certificates from signing requests (`sign_request`).
 

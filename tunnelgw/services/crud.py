@@ -50,7 +50,7 @@ async def get_managed(
     unit: Unit, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
 ) -> R:
     """The row `id_` of the caller's account that the caller is about to change or delete:
-    `get_owned`, and for an owned model (models.base.Owned) the ownership rule
+    `get_owned`, and for an owned model (tunnelgw.models.base.Owned) the ownership rule
     (tunnelgw.services.ownership: ApiError(403 ERR_NOT_OWNER))."""
     row = await get_owned(unit, model, caller, id_, lock=lock)
     if issubclass(model, Owned):

@@ -1,5 +1,5 @@
-"""Owned resources (models.base.Owned: API keys, tunnel credentials, SSH credentials): every
-principal of the account reads them; a non-admin creates, changes and deletes only its own; an
+"""Owned resources (tunnelgw.models.base.Owned: API keys, tunnel credentials, SSH credentials):
+every principal of the account reads them; a non-admin creates, changes and deletes only its own; an
 admin any of the account's. So an admin's keys, the account's last one included, go only by an
 admin's hand. They go with their owner (a deleted bot user's foreign keys cascade).
 """
