@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from models import HttpResponseBackend
 from tunnelgw.core import ids
+from tunnelgw.models import HttpResponseBackend
 from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.services.accounts import Credentials

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models import HttpResponseBackend
 from tunnelgw.core import ids, timefmt
+from tunnelgw.models import HttpResponseBackend
 from tunnelgw.services import auth, paging
 from tunnelgw.storage import records
 from tunnelgw.storage.unit import Unit

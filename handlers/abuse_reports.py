@@ -2,7 +2,7 @@
 
 A report names URLs; each URL's hostname is recorded once, with whether this server serves
 it (tunnelgw.services.abuse); the simulated review decides the hostnames one by one on the
-account's clock (models.abuse_report).
+account's clock (tunnelgw.models.abuse_report).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from models import AbuseReport
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import AbuseReport
 from tunnelgw.rules import hostnames
 from tunnelgw.services import abuse, auth, crud, quotas
 from tunnelgw.services.crud import Body

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from models import AccessToken, Principal
 from tunnelgw.core import ids, scopes, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import AccessToken, Principal
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body

@@ -12,12 +12,12 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlmodel import col
 
-from models import Account, EventDestination, FaultRule, TunnelSession
-from models.fault_rule import DELIVER
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
+from tunnelgw.models import Account, EventDestination, FaultRule, TunnelSession
+from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import (
     accounts,
     agents,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import AgentIngress
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import AgentIngress
 from tunnelgw.rules import certmanagement, hostnames
 from tunnelgw.services import auth, certstore, crud, paging, quotas
 from tunnelgw.services.crud import Body

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import AiGatewayApiKey, Endpoint
-from models.ai_gateway_api_key import redacted
 from tunnelgw.core import ids, timefmt
+from tunnelgw.models import AiGatewayApiKey, Endpoint
+from tunnelgw.models.ai_gateway_api_key import redacted
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import ApiKey
+from tunnelgw.models import ApiKey
 from tunnelgw.services import accounts, auth, crud, ownership, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

@@ -3,7 +3,7 @@ a session signs its user out of that endpoint."""
 
 from __future__ import annotations
 
-from models import ApplicationSession
+from tunnelgw.models import ApplicationSession
 from tunnelgw.services import crud
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

@@ -3,8 +3,8 @@ deletes that user's sessions in the same unit of work (the user is signed out)."
 
 from __future__ import annotations
 
-from models import ApplicationUser
-from models.application_session import sign_out
+from tunnelgw.models import ApplicationUser
+from tunnelgw.models.application_session import sign_out
 from tunnelgw.services import auth, crud
 from tunnelgw.storage import db
 

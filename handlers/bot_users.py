@@ -1,5 +1,5 @@
-"""Bot users (`/bot_users`): the account's bot principals, which own API keys and credentials.
-The platform deprecates this path in favour of `/service_users` (handlers.service_users), which
+"""Bot users (`/bot_users`): the account's bot principals, which own API keys and credentials. The
+platform deprecates this path in favour of `/service_users` (tunnelgw.handlers.service_users), which
 serves the same rows; the rules are tunnelgw.services.bot_users's."""
 
 from __future__ import annotations

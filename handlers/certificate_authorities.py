@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import CertificateAuthority
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
+from tunnelgw.models import CertificateAuthority
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

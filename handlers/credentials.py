@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Credential
 from tunnelgw.core import ids
+from tunnelgw.models import Credential
 from tunnelgw.rules import acls
 from tunnelgw.services import auth, crud, ownership, quotas
 from tunnelgw.services.crud import Body

@@ -3,7 +3,7 @@ referenced by reserved domains; read-only (rows come from fixtures), get only.""
 
 from __future__ import annotations
 
-from models import EndpointConfiguration
+from tunnelgw.models import EndpointConfiguration
 from tunnelgw.services import crud
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

@@ -9,9 +9,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from models import Endpoint
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Endpoint
 from tunnelgw.rules import endpoint_urls, traffic_policy
 from tunnelgw.services import auth, cloud_endpoints, crud, listing, paging, quotas
 from tunnelgw.services.auth import Caller
@@ -64,7 +64,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         public_url=target.url,
         traffic_policy=policy,
         pooling_enabled=bool(body.get("pooling_enabled")),
-        principal_id=caller.principal_id,  # its Ref: models.principal.principal_ref
+        principal_id=caller.principal_id,  # its Ref: tunnelgw.models.principal.principal_ref
     )
     crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
     async with db.write() as unit:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import EventDestination
-from models.event_subscription import subscriptions_using
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
+from tunnelgw.models import EventDestination
+from tunnelgw.models.event_subscription import subscriptions_using
 from tunnelgw.rules import event_targets
 from tunnelgw.rules.event_targets import Target
 from tunnelgw.services import auth, crud, quotas

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import EventSource, EventSubscription
-from models.event_source import check_fields, of_subscription, sources_path
 from tunnelgw.core import urls
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import EventSource, EventSubscription
+from tunnelgw.models.event_source import check_fields, of_subscription, sources_path
 from tunnelgw.services import auth, crud, listing
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

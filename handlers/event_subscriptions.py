@@ -13,10 +13,15 @@ from typing import Any
 from sqlalchemy import delete as sql_delete
 from sqlmodel import col
 
-from models import EventDestination, EventSource, EventSubscription, EventSubscriptionDestination
-from models.event_source import check_fields, of_subscription
-from models.event_subscription import destinations_of
 from tunnelgw.core import ids
+from tunnelgw.models import (
+    EventDestination,
+    EventSource,
+    EventSubscription,
+    EventSubscriptionDestination,
+)
+from tunnelgw.models.event_source import check_fields, of_subscription
+from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.services import auth, crud, paging, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

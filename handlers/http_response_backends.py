@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import HttpResponseBackend
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import HttpResponseBackend
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

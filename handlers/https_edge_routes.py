@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import EdgeRoute
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import EdgeRoute
 from tunnelgw.services import auth
 from tunnelgw.storage import db
 

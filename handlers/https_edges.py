@@ -7,7 +7,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import Edge
+from tunnelgw.models import Edge
 from tunnelgw.services import auth, crud, edges, paging
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit

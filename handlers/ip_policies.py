@@ -3,9 +3,9 @@ restriction uses cannot be deleted (409, naming the restrictions); its rules go 
 
 from __future__ import annotations
 
-from models import IpPolicy
-from models.ip_restriction import restrictions_using
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import IpPolicy
+from tunnelgw.models.ip_restriction import restrictions_using
 from tunnelgw.services import auth, crud
 from tunnelgw.storage import db
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import IpPolicy, IpPolicyRule
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import IpPolicy, IpPolicyRule
 from tunnelgw.rules import cidrs
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body

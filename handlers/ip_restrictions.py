@@ -13,9 +13,9 @@ from sqlalchemy import bindparam, select
 from sqlalchemy import delete as sql_delete
 from sqlmodel import col
 
-from models import Account, IpPolicy, IpRestriction, IpRestrictionPolicy
-from models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED, policies_of
 from tunnelgw.core import ids
+from tunnelgw.models import Account, IpPolicy, IpRestriction, IpRestrictionPolicy
+from tunnelgw.models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED, policies_of
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body

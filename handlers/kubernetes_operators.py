@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from models import Endpoint, KubernetesOperator
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
+from tunnelgw.models import Endpoint, KubernetesOperator
 from tunnelgw.services import auth, certstore, crud, listing, paging, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import ReservedAddr
-from models.reserved_addr import free_port
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import ReservedAddr
+from tunnelgw.models.reserved_addr import free_port
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

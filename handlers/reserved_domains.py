@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import EndpointConfiguration, ReservedDomain, TlsCertificate
-from models.endpoint import cloud_endpoints_on
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import EndpointConfiguration, ReservedDomain, TlsCertificate
+from tunnelgw.models.endpoint import cloud_endpoints_on
 from tunnelgw.rules import certmanagement, reserved_names
 from tunnelgw.services import auth, certstore, crud, paging, quotas
 from tunnelgw.services.auth import Caller

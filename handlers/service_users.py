@@ -1,5 +1,5 @@
 """Service users (`/service_users`): the platform's newer name for bot users; the same rows as
-`/bot_users` (handlers.bot_users), each `uri` under this path. The rules are
+`/bot_users` (tunnelgw.handlers.bot_users), each `uri` under this path. The rules are
 tunnelgw.services.bot_users's."""
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from models import SshCertificateAuthority
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
+from tunnelgw.models import SshCertificateAuthority
 from tunnelgw.services import auth, crud, quotas, ssh_signing
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

@@ -1,16 +1,16 @@
 """SSH credentials (`/ssh_credentials`): SSH public keys that start tunnels through an SSH
 gateway. The key is checked as an SSH user certificate's is (tunnelgw.crypto.ssh), stored as
 sent and never changes. Owned resources with ACL rules, as tunnel credentials
-(handlers.credentials)."""
+(tunnelgw.handlers.credentials)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from models import SshCredential
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
+from tunnelgw.models import SshCredential
 from tunnelgw.rules import acls
 from tunnelgw.services import auth, crud, ownership, quotas
 from tunnelgw.services.crud import Body

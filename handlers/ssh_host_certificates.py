@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import SshHostCertificate
 from tunnelgw.core import ids
+from tunnelgw.models import SshHostCertificate
 from tunnelgw.rules import hostnames
 from tunnelgw.services import auth, crud, quotas, ssh_signing
 from tunnelgw.services.crud import Body

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import SshUserCertificate
 from tunnelgw.core import ids
 from tunnelgw.crypto import CryptoError
+from tunnelgw.models import SshUserCertificate
 from tunnelgw.services import auth, crud, quotas, ssh_signing
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

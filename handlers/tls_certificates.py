@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from models import TlsCertificate
-from models.reserved_domain import uses_certificate
-from models.tls_certificate import certificate_columns
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
+from tunnelgw.models import TlsCertificate
+from tunnelgw.models.reserved_domain import uses_certificate
+from tunnelgw.models.tls_certificate import certificate_columns
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

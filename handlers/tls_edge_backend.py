@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Edge
-from models.edge import backend_module
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Edge
+from tunnelgw.models.edge import backend_module
 from tunnelgw.services import auth, edges
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

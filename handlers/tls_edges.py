@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Edge
-from models.edge import KIND_PREFIXES
 from tunnelgw.core import ids
+from tunnelgw.models import Edge
+from tunnelgw.models.edge import KIND_PREFIXES
 from tunnelgw.services import auth, crud, edges, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body

@@ -1,6 +1,6 @@
 """Tunnel group backends (`/backends/tunnel_group`): `labels` select the account's tunnels
-(models.tunnel_group_member keeps the selection); a backend that an edge or route module uses
-cannot be deleted (409). On update, `labels: {}` changes nothing (the Python client sends it
+(tunnelgw.models.tunnel_group_member keeps the selection); a backend that an edge or route module
+uses cannot be deleted (409). On update, `labels: {}` changes nothing (the Python client sends it
 with every update)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import TunnelGroupBackend
-from models.tunnel_group_backend import in_use
-from models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import TunnelGroupBackend
+from tunnelgw.models.tunnel_group_backend import in_use
+from tunnelgw.models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

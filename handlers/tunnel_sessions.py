@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from models import TunnelSession
+from tunnelgw.models import TunnelSession
 from tunnelgw.services import agents, auth, crud
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

@@ -1,5 +1,5 @@
 """Tunnels (`/tunnels`): read-only (agents start tunnels; rows come from fixtures). Each shows
-the tunnel group backends it serves (models.tunnel_group_member)."""
+the tunnel group backends it serves (tunnelgw.models.tunnel_group_member)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import Tunnel
-from models.tunnel_group_member import backends_of, partners_of
+from tunnelgw.models import Tunnel
+from tunnelgw.models.tunnel_group_member import backends_of, partners_of
 from tunnelgw.services import auth, crud
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit

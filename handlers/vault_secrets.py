@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Vault, VaultSecret
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Vault, VaultSecret
 from tunnelgw.services import auth, cloud_endpoints, crud, quotas, vaults
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db

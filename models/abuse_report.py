@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Integer, Text
 from sqlmodel import Field
 
-from models.base import AccountScoped
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import AccountScoped
 
 # Report statuses and hostname statuses, as the platform names them.
 PENDING, PROCESSED, PARTIALLY_PROCESSED = "PENDING", "PROCESSED", "PARTIALLY_PROCESSED"

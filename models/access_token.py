@@ -1,6 +1,6 @@
 """Access tokens (`pat_`): bearer credentials with scopes (tunnelgw.core.scopes), owned by the
-principal that created them (models.base.Owned). Only the SHA-256 of the token is stored, as
-for API keys. A revoked token stays listed with its `revoked_at`; a deleted one is gone. Either
+principal that created them (tunnelgw.models.base.Owned). Only the SHA-256 of the token is stored,
+as for API keys. A revoked token stays listed with its `revoked_at`; a deleted one is gone. Either
 way, and once `expires_at` has passed on the account's clock, it no longer authenticates
 (tunnelgw.services.auth reads it on every request)."""
 
@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, Owned, secret
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, Owned, secret
 
 
 class AccessToken(DescribedResource, Owned, table=True):

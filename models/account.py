@@ -8,8 +8,8 @@ from typing import ClassVar
 from sqlalchemy import BigInteger
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, Row, id_field
 
 
 class Account(Row, table=True):
@@ -21,9 +21,9 @@ class Account(Row, table=True):
     # The account's simulated clock (admin API): seconds added to the real time (up to the
     # year 9000: past a 32-bit integer).
     clock_offset_seconds: int = Field(default=0, sa_type=BigInteger)
-    # What `api` IP restrictions the account has (models.ip_restriction: none, only unenforced,
-    # an enforced one), kept by the restriction operations: the credential check reads it, and
-    # only a request of an account with some reads the restrictions.
+    # What `api` IP restrictions the account has (tunnelgw.models.ip_restriction: none, only
+    # unenforced, an enforced one), kept by the restriction operations: the credential check reads
+    # it, and only a request of an account with some reads the restrictions.
     api_restriction: int = 0
     # Whether the account may have fault rules (admin API): set when one is made, cleared with
     # them and by reset. The credential check reads it, and only a request of an account with

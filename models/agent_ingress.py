@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
-from models.cert_managed import CertManaged
+from tunnelgw.models.base import DescribedResource, id_field
+from tunnelgw.models.cert_managed import CertManaged
 
 
 class AgentIngress(DescribedResource, CertManaged, table=True):

@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String
 from sqlmodel import Field
 
-from models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
-from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
+from tunnelgw.models.principal import principal_ref
 
 # The token's first and last characters a redacted display form keeps (as the platform's
 # dashboard shows provider keys: the first ten, `***`, the last four).

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned, secret
+from tunnelgw.models.base import DescribedResource, Owned, secret
 
 
 class ApiKey(DescribedResource, Owned, table=True):

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text, bindparam, delete
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, AccountScoped, id_field
-from models.edge import edge_path
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import TIMESTAMP, AccountScoped, id_field
+from tunnelgw.models.edge import edge_path
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

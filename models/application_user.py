@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, AccountScoped
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, AccountScoped
 
 
 class ApplicationUser(AccountScoped, table=True):

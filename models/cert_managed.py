@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import String, Text
 from sqlmodel import Field, SQLModel
 
-from models.base import TIMESTAMP
+from tunnelgw.models.base import TIMESTAMP
 from tunnelgw.rules import certmanagement
 
 

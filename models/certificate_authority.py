@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource
+from tunnelgw.models.base import TIMESTAMP, DescribedResource
 
 
 class CertificateAuthority(DescribedResource, table=True):

@@ -1,6 +1,6 @@
 """Tunnel credentials (`cr_`): the authtokens agents start tunnels with, owned by a principal
-(models.base.Owned), with their ACL rules (tunnelgw.rules.acls). Only the SHA-256 of the token
-is stored, as for API keys."""
+(tunnelgw.models.base.Owned), with their ACL rules (tunnelgw.rules.acls). Only the SHA-256 of the
+token is stored, as for API keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned, secret
+from tunnelgw.models.base import DescribedResource, Owned, secret
 
 
 class Credential(DescribedResource, Owned, table=True):

@@ -1,7 +1,7 @@
 """Edges (`edghts_`, `edgtcp_`, `edgtls_`). TLS edges are managed through the API; HTTPS and
 TCP edges are read-only (written by fixtures). TLS and TCP edges carry a backend module (a
 tunnel group backend; for TLS edges also `/edges/tls/{id}/backend`); an HTTPS edge shows its
-routes (models.edge_route)."""
+routes (tunnelgw.models.edge_route)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, id_field
 
 # Edge kind -> id prefix; the kind is also the path segment (`/edges/tls/...`).
 KIND_PREFIXES = {"https": "edghts", "tcp": "edgtcp", "tls": "edgtls"}

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
-from models.edge import backend_module
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, id_field
+from tunnelgw.models.edge import backend_module
 
 # The route modules this server does not model: always null.
 UNMODELLED_MODULES = (

@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, AccountScoped, id_field
-from models.edge import edge_path
-from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import TIMESTAMP, AccountScoped, id_field
+from tunnelgw.models.edge import edge_path
+from tunnelgw.models.principal import principal_ref
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

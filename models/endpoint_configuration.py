@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource
+from tunnelgw.models.base import DescribedResource
 
 
 class EndpointConfiguration(DescribedResource, table=True):

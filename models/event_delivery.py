@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String
 from sqlmodel import Field
 
-from models.base import ID_TYPE, AccountScoped
+from tunnelgw.models.base import ID_TYPE, AccountScoped
 
 DELIVERED, FAILED = "delivered", "failed"
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, LargeBinary, String
 from sqlmodel import Field
 
-from models.base import DescribedResource, secret
+from tunnelgw.models.base import DescribedResource, secret
 
 
 class EventDestination(DescribedResource, table=True):

@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import JSON, Index, String, bindparam, select
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
 from tunnelgw.core import timefmt, urls
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models.base import TIMESTAMP, Row, id_field
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

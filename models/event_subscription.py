@@ -1,4 +1,4 @@
-"""Event subscriptions (`esb_`): which event types (its event sources, models.event_source)
+"""Event subscriptions (`esb_`): which event types (its event sources, tunnelgw.models.event_source)
 are sent to which event destinations (rows of `event_subscription_destination`)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from sqlalchemy import Index, bindparam, select
 
-from models.base import DescribedResource, Row, id_field
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, Row, id_field
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String
 from sqlmodel import Field
 
-from models.base import ID_TYPE, AccountScoped
+from tunnelgw.models.base import ID_TYPE, AccountScoped
 
 # The pseudo-operation of a rule that fails event deliveries instead of requests.
 DELIVER = "event_destinations.deliver"

@@ -7,8 +7,8 @@ from datetime import datetime
 from sqlalchemy import String
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, Row, id_field
 
 
 class FixtureLoad(Row, table=True):

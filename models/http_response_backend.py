@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource
+from tunnelgw.models.base import DescribedResource
 
 
 class HttpResponseBackend(DescribedResource, table=True):

@@ -1,5 +1,5 @@
-"""IP policies (`ipp_`): named groups of allow and deny rules (models.ip_policy_rule) that IP
-restrictions apply."""
+"""IP policies (`ipp_`): named groups of allow and deny rules (tunnelgw.models.ip_policy_rule) that
+IP restrictions apply."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import Index
 
-from models.base import DescribedResource
+from tunnelgw.models.base import DescribedResource
 
 
 class IpPolicy(DescribedResource, table=True):

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, id_field
 from tunnelgw.storage.unit import Unit
 
 

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, bindparam, select
 from sqlmodel import Field
 
-from models.base import DescribedResource, Row, id_field
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, Row, id_field
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

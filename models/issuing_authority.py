@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, secret
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, Row, secret
 
 
 class IssuingAuthority(Row, table=True):

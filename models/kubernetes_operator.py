@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
-from models.principal import principal_ref
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, id_field
+from tunnelgw.models.principal import principal_ref
 
 
 class KubernetesOperator(DescribedResource, table=True):

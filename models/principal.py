@@ -1,5 +1,5 @@
 """Principals: the users (`usr_`) and bots (`bot_`) of an account, which own API keys and
-credentials (models.base.Owned). Bots are the API's bot users and service users, one kind
+credentials (tunnelgw.models.base.Owned). Bots are the API's bot users and service users, one kind
 under two paths (`/bot_users`, `/service_users`); users are made by the CLI and the bootstrap
 only. An inactive principal's API keys do not authenticate (tunnelgw.services.auth)."""
 
@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Literal
 
 from sqlalchemy import Index
 
-from models.base import AccountScoped
 from tunnelgw.core import urls
+from tunnelgw.models.base import AccountScoped
 
 Kind = Literal["user", "bot"]
 PREFIXES: dict[str, str] = {"user": "usr", "bot": "bot"}

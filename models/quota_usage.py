@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import String
 from sqlmodel import Field
 
-from models.base import Row, id_field
+from tunnelgw.models.base import Row, id_field
 
 
 class QuotaUsage(Row, table=True):

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Index, Integer, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, Row, id_field
+from tunnelgw.models.base import TIMESTAMP, Row, id_field
 
 # An integer primary key the database numbers: SQLite's rowid (INTEGER PRIMARY KEY), a
 # PostgreSQL identity. Arrival order across the workers of a database.

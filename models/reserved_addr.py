@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, bindparam, select
 from sqlmodel import Field
 
-from models.base import DescribedResource
 from tunnelgw.core import ids
+from tunnelgw.models.base import DescribedResource
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
-from models.base import DescribedResource, id_field
-from models.cert_managed import CertManaged
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource, id_field
+from tunnelgw.models.cert_managed import CertManaged
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource, secret
+from tunnelgw.models.base import DescribedResource, secret
 
 
 class SshCertificateAuthority(DescribedResource, table=True):

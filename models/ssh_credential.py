@@ -1,6 +1,6 @@
-"""SSH credentials (`sshcr_`): SSH public keys that start tunnels through an SSH gateway,
-owned by a principal (models.base.Owned), with the same ACL rules as tunnel credentials. The
-key is stored as it was sent (checked like an SSH user certificate's key) and never changes."""
+"""SSH credentials (`sshcr_`): SSH public keys that start tunnels through an SSH gateway, owned by a
+principal (tunnelgw.models.base.Owned), with the same ACL rules as tunnel credentials. The key is
+stored as it was sent (checked like an SSH user certificate's key) and never changes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Text
 from sqlmodel import Field
 
-from models.base import DescribedResource, Owned
+from tunnelgw.models.base import DescribedResource, Owned
 
 
 class SshCredential(DescribedResource, Owned, table=True):

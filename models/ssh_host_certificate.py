@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String, Text, bindparam, select
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sqlalchemy import JSON, Index, LargeBinary, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field, secret
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, id_field, secret
 
 if TYPE_CHECKING:
     from tunnelgw.crypto.tls import CertificateFields

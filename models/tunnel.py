@@ -1,7 +1,7 @@
 """Tunnels (`tn_`), read-only: the tunnels agents start (simulated agent sessions,
 tunnelgw.services.agents) or fixtures write. A tunnel with labels is a backend tunnel: it has
 no public URL and serves the tunnel group backends whose labels its labels include
-(models.tunnel_group_member)."""
+(tunnelgw.models.tunnel_group_member)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, DescribedResource, id_field
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import TIMESTAMP, DescribedResource, id_field
 
 
 class Tunnel(DescribedResource, table=True):
@@ -31,7 +31,7 @@ class Tunnel(DescribedResource, table=True):
     forwards_to: str = Field(default="", sa_type=Text)
     # The endpoint the tunnel serves (the first endpoint of its fixture file naming it).
     endpoint_id: str | None = id_field(default=None, nullable=True)
-    # The agent session that started it (models.tunnel_session); None for fixture tunnels.
+    # The agent session that started it (tunnelgw.models.tunnel_session); None for fixture tunnels.
     tunnel_session_id: str | None = id_field(default=None, nullable=True, index=True)
 
     def to_api(self, backend_ids: list[str] | None = None) -> dict[str, Any]:

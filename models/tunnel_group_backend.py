@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, bindparam, select
 from sqlmodel import Field
 
-from models.base import DescribedResource
-from models.edge import Edge
-from models.edge_route import EdgeRoute
 from tunnelgw.core import urls
+from tunnelgw.models.base import DescribedResource
+from tunnelgw.models.edge import Edge
+from tunnelgw.models.edge_route import EdgeRoute
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import Index, bindparam, delete, select
 
-from models.base import Row, id_field
-from models.tunnel import Tunnel
-from models.tunnel_group_backend import TunnelGroupBackend
+from tunnelgw.models.base import Row, id_field
+from tunnelgw.models.tunnel import Tunnel
+from tunnelgw.models.tunnel_group_backend import TunnelGroupBackend
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 

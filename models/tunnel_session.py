@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, Text
 from sqlmodel import Field
 
-from models.base import TIMESTAMP, AccountScoped, id_field
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import TIMESTAMP, AccountScoped, id_field
 
 TRANSPORT = "ngrok/v2"  # the agent protocol's name, as the platform's API reports it
 

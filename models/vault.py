@@ -1,5 +1,6 @@
-"""Vaults (`vault_`): named containers of secrets (models.vault_secret), the name unique in the
-account; `created_by` / `last_updated_by` are the ids of the principals that made the changes."""
+"""Vaults (`vault_`): named containers of secrets (tunnelgw.models.vault_secret), the name unique in
+the account; `created_by` / `last_updated_by` are the ids of the principals that made the
+changes."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, String, UniqueConstraint
 from sqlmodel import Field
 
-from models.base import ID_TYPE, TIMESTAMP, DescribedResource
 from tunnelgw.core import timefmt
+from tunnelgw.models.base import ID_TYPE, TIMESTAMP, DescribedResource
 
 
 class Vault(DescribedResource, table=True):

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 from sqlalchemy import Index, LargeBinary, String, UniqueConstraint
 from sqlmodel import Field
 
-from models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
-from models.principal import principal_ref
 from tunnelgw.core import timefmt, urls
+from tunnelgw.models.base import ID_TYPE, TIMESTAMP, DescribedResource, id_field, secret
+from tunnelgw.models.principal import principal_ref
 
 
 class VaultSecret(DescribedResource, table=True):

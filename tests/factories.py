@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from starlette.testclient import TestClient
 
-from models.principal import Kind
 from tests.openapi_check import SpecValidator
 from tunnelgw.core import ids
+from tunnelgw.models.principal import Kind
 from tunnelgw.services import accounts
 from tunnelgw.services.accounts import Credentials
 from tunnelgw.storage import db

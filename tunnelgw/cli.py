@@ -387,7 +387,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 def _snapshot(args: argparse.Namespace) -> int:
     """Print (or write to `--output`, mode 0600) the account's snapshot document."""
-    from models import Account
+    from tunnelgw.models import Account
     from tunnelgw.services import snapshots
 
     settings = _settings()
@@ -436,7 +436,7 @@ def _accounts_create(args: argparse.Namespace) -> int:
 
 
 def _principals_create(args: argparse.Namespace) -> int:
-    from models import Account, Principal
+    from tunnelgw.models import Account, Principal
 
     async def work(database: Database) -> dict[str, Any]:
         async with database.write() as unit:
@@ -454,7 +454,7 @@ def _principals_create(args: argparse.Namespace) -> int:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    from models import ApiKey, Principal
+    from tunnelgw.models import ApiKey, Principal
 
     async def work(database: Database) -> dict[str, Any]:
         async with database.write() as unit:

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from models import Endpoint
 from tests.factories import assert_error
 from tunnelgw.core import settings as settings_module
+from tunnelgw.models import Endpoint
 
 PATH = "/abuse_reports"
 CLOCK = "/_admin/clock"

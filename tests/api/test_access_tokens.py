@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 from sqlmodel import select
 
-from models import AccessToken
 from tests.factories import assert_error
+from tunnelgw.models import AccessToken
 from tunnelgw.storage import records
 from tunnelgw.testing import TunnelgwServer
 from tunnelgw.testing.admin import AdminCalls, TunnelgwError

@@ -232,7 +232,7 @@ def test_100_accounts_made_and_dropped_leave_no_row(factory, operator, settings,
 
 def _rows(factory: Any, account_ids: list[str]) -> dict[str, int]:
     """Rows of the accounts in each table that holds rows of accounts (and `account`)."""
-    from models import Account
+    from tunnelgw.models import Account
 
     async def count(unit: Any) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -254,7 +254,7 @@ def test_every_table_but_the_global_ones_belongs_to_an_account():
     of account rows without one would be missed, so none may exist."""
     from sqlmodel import SQLModel
 
-    import models  # noqa: F401
+    import tunnelgw.models  # noqa: F401
 
     without = {str(t.name) for t in SQLModel.metadata.sorted_tables if "account_id" not in t.c}
     assert without == {"account", "issuing_authority"}

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from handlers import agent_ingresses
-from models import AgentIngress
 from tests.factories import assert_error
+from tunnelgw.handlers import agent_ingresses
+from tunnelgw.models import AgentIngress
 from tunnelgw.rules import hostnames
 
 PATH = "/agent_ingresses"

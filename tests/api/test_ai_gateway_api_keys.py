@@ -11,8 +11,8 @@ import uuid
 import pytest
 from sqlmodel import select
 
-from models import AiGatewayApiKey
 from tests.factories import assert_error
+from tunnelgw.models import AiGatewayApiKey
 from tunnelgw.storage import records
 
 PATH = "/ai_gateway_api_keys"

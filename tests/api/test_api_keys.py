@@ -7,8 +7,8 @@ import hashlib
 import pytest
 from sqlmodel import select
 
-from models import ApiKey
 from tests.factories import assert_error
+from tunnelgw.models import ApiKey
 from tunnelgw.storage import records
 
 PATH = "/api_keys"

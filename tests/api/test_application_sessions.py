@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from models import ApplicationSession
-from models.application_session import browser_session_api
 from tests.factories import assert_error
+from tunnelgw.models import ApplicationSession
+from tunnelgw.models.application_session import browser_session_api
 
 PATH = "/app/sessions"
 BASE = "http://testserver"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from models import ApplicationUser
 from tests.api.test_application_sessions import make_session
 from tests.factories import assert_error
+from tunnelgw.models import ApplicationUser
 
 PATH = "/app/users"
 BASE = "http://testserver"

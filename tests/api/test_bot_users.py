@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from models import ApiKey, Credential, Principal, SshCredential
 from tests.factories import assert_error, ssh_keygen
+from tunnelgw.models import ApiKey, Credential, Principal, SshCredential
 
 BOTS, SERVICES = "/bot_users", "/service_users"
 PATHS = (BOTS, SERVICES)

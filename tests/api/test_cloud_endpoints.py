@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from models import Endpoint
 from tests.factories import assert_error
+from tunnelgw.models import Endpoint
 
 PATH = "/endpoints"
 SHARED = "tunnelgw.test"

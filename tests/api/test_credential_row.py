@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from models import ApiKey, HttpResponseBackend
 from tests.factories import assert_error
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import ApiKey, HttpResponseBackend
 from tunnelgw.services import auth, crud
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import connections, db

@@ -9,8 +9,8 @@ import hashlib
 
 import pytest
 
-from models import Credential
 from tests.factories import assert_error, database_dump, in_dump, ssh_keygen
+from tunnelgw.models import Credential
 from tunnelgw.storage import records
 
 PATH = "/credentials"

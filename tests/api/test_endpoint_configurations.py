@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 
-from models import EndpointConfiguration
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import EndpointConfiguration
 
 BASE = "http://testserver"
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from models import Endpoint
 from tests.factories import assert_error
+from tunnelgw.models import Endpoint
 
 PATH = "/endpoints"
 BASE = "http://testserver"

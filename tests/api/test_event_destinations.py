@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from models import EventDestination
 from tests.factories import assert_error, database_dump, in_dump
 from tunnelgw import fixtures
 from tunnelgw.crypto import keys
 from tunnelgw.fixtures import FixtureError
+from tunnelgw.models import EventDestination
 from tunnelgw.storage import records
 
 PATH = "/event_destinations"

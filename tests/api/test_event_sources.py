@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models import EventSubscription
 from tests.factories import assert_error
+from tunnelgw.models import EventSubscription
 
 BASE = "http://testserver"
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())

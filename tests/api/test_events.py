@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from models import EventDelivery
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
+from tunnelgw.models import EventDelivery
 from tunnelgw.storage.db import Database
 from tunnelgw.testing import TunnelgwServer
 
@@ -156,7 +156,7 @@ def test_a_refused_change_fires_nothing(admin):
 
 @pytest.mark.inprocess  # runs a unit on the app's database
 def test_a_rolled_back_unit_fires_nothing(admin, factory):
-    from models import ApiKey
+    from tunnelgw.models import ApiKey
     from tunnelgw.services import events as event_service
     from tunnelgw.storage import db
 
@@ -420,7 +420,7 @@ def test_events_admin_operations_are_for_admins(factory, admin):
 def test_an_https_edge_renders_with_its_routes(admin, factory):
     """HTTPS edges and their routes come from fixtures (no API writes them), so no request
     fires their events; their rendering is the API's all the same."""
-    from models import Edge
+    from tunnelgw.models import Edge
     from tunnelgw.services import events as event_service
     from tunnelgw.storage import db
 

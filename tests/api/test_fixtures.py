@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from models import (
+from tests.factories import ssh_keygen, x509_certificate
+from tunnelgw import fixtures
+from tunnelgw.core import ids
+from tunnelgw.core.spec import load as load_spec
+from tunnelgw.fixtures import FixtureError
+from tunnelgw.models import (
     ApiKey,
     ApplicationSession,
     ApplicationUser,
@@ -29,11 +34,6 @@ from models import (
     TlsCertificate,
     Tunnel,
 )
-from tests.factories import ssh_keygen, x509_certificate
-from tunnelgw import fixtures
-from tunnelgw.core import ids
-from tunnelgw.core.spec import load as load_spec
-from tunnelgw.fixtures import FixtureError
 from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"

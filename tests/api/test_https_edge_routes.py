@@ -3,10 +3,10 @@ only: the `route` Ref of application sessions answers."""
 
 from __future__ import annotations
 
-from models import EdgeRoute
-from models.edge_route import UNMODELLED_MODULES
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import EdgeRoute
+from tunnelgw.models.edge_route import UNMODELLED_MODULES
 
 BASE = "http://testserver"
 

@@ -3,9 +3,9 @@ Factory.row), each with its routes; the modules not modelled are null."""
 
 from __future__ import annotations
 
-from models import Edge, EdgeRoute
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge, EdgeRoute
 
 PATH = "/edges/https"
 BASE = "http://testserver"

@@ -16,9 +16,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from handlers.kubernetes_operators import AUTHORITY
-from models import Endpoint
 from tests.factories import assert_error
+from tunnelgw.handlers.kubernetes_operators import AUTHORITY
+from tunnelgw.models import Endpoint
 from tunnelgw.services import certstore
 from tunnelgw.storage import db
 

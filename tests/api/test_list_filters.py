@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from models import Endpoint, EventSubscription
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Endpoint, EventSubscription
 from tunnelgw.services import listing
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())

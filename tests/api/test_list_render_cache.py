@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from models import HttpResponseBackend
 from tests.factories import assert_error
+from tunnelgw.models import HttpResponseBackend
 from tunnelgw.services import rendercache
 from tunnelgw.storage import records
 

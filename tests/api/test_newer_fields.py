@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from models import AgentIngress, Endpoint, TlsCertificate
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import AgentIngress, Endpoint, TlsCertificate
 
 RD = "/reserved_domains"
 AGIN = "/agent_ingresses"
@@ -233,8 +233,8 @@ def test_agent_ingress_bad_policy_is_400(admin, policy, code, field):
 
 
 def test_one_lifecycle_implementation_for_both():
-    from models.cert_managed import CertManaged
-    from models.reserved_domain import ReservedDomain
+    from tunnelgw.models.cert_managed import CertManaged
+    from tunnelgw.models.reserved_domain import ReservedDomain
 
     assert issubclass(AgentIngress, CertManaged)
     assert issubclass(ReservedDomain, CertManaged)

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from models import HttpResponseBackend
 from tests.creates import CREATES
 from tests.factories import assert_error
 from tunnelgw.core import ids
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.errors import ApiError
 from tunnelgw.core.settings import QUOTA_KINDS
+from tunnelgw.models import HttpResponseBackend
 from tunnelgw.services import quotas
 from tunnelgw.storage import db
 

@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-from handlers import reserved_addrs
-from models import ReservedAddr
 from tests.factories import assert_error
 from tunnelgw.core import settings as tunnelgw_settings
+from tunnelgw.handlers import reserved_addrs
+from tunnelgw.models import ReservedAddr
 
 PATH = "/reserved_addrs"
 ADDR = re.compile(r"^(?P<region>[a-z]{2})\.tcp\.tunnelgw\.test:(?P<port>[0-9]+)$")

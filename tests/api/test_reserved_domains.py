@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from starlette.testclient import TestClient
 
-from models import EndpointConfiguration, IssuingAuthority, ReservedDomain, TlsCertificate
 from tests.factories import assert_error, tls_upload
 from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.crypto import keys
 from tunnelgw.http.app import create_app
+from tunnelgw.models import EndpointConfiguration, IssuingAuthority, ReservedDomain, TlsCertificate
 from tunnelgw.services import certstore
 from tunnelgw.storage import db
 

@@ -7,9 +7,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from sqlmodel import select
 
-from models import SshCertificateAuthority
 from tests.factories import assert_error, database_dump, in_dump, ssh_keygen
 from tunnelgw.crypto import keys, ssh
+from tunnelgw.models import SshCertificateAuthority
 
 PATH = "/ssh_certificate_authorities"
 CERTS = "/ssh_user_certificates"

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from models import SshCertificateAuthority
 from tests.factories import (
     assert_error,
     ssh_certificate_listing,
@@ -16,6 +15,7 @@ from tests.factories import (
 )
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
+from tunnelgw.models import SshCertificateAuthority
 from tunnelgw.services import ssh_signing
 
 PATH = "/ssh_user_certificates"

@@ -3,9 +3,9 @@ Factory.row), with the backend module; the modules not modelled are null."""
 
 from __future__ import annotations
 
-from models import Edge
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge
 
 PATH = "/edges/tcp"
 BASE = "http://testserver"

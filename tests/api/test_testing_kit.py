@@ -5,8 +5,8 @@ folder, with only the installed package importable (no PYTHONPATH, cwd the temp 
 The installed package. When the `tunnelgw` that a plain interpreter imports is this tree
 (tox installs the wheel built from it; an editable install of this checkout), the child runs
 on it as is. Otherwise (e.g. a shared venv with an editable install of another checkout) the
-child runs in an overlay venv: this tree's tunnelgw, handlers and models as the one installed
-distribution, with the entry points pyproject.toml declares, on top of this venv's
+child runs in an overlay venv: this tree's tunnelgw (handlers and models inside) as the one
+installed distribution, with the entry points pyproject.toml declares, on top of this venv's
 dependencies, so the plugin is still found only through its `pytest11` entry point.
 
 Tests marked `needs_admin_api` use `/_admin/` (reset, fixtures, clock, faults); they are
@@ -36,7 +36,7 @@ from tunnelgw.fixtures import FixtureError
 from tunnelgw.testing import TunnelgwError, TunnelgwServer, TunnelgwStartError
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("tunnelgw", "handlers", "models")
+PACKAGES = ("tunnelgw",)  # its handlers and models are symlinks inside it
 CHILD_TIMEOUT = 300
 
 ADMIN_API = any(

@@ -15,7 +15,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec
 from cryptography.x509.oid import NameOID
 
-from models import TlsCertificate
 from tests.factories import (
     assert_error,
     database_dump,
@@ -24,6 +23,7 @@ from tests.factories import (
     x509_certificate,
 )
 from tunnelgw.crypto import keys, tls
+from tunnelgw.models import TlsCertificate
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
 PATH = "/tls_certificates"
@@ -418,7 +418,7 @@ def test_other_accounts_see_nothing(admin, other):
 
 def test_a_fixture_certificate_without_a_key_is_served(admin, factory):
     """Rows the fixture files write (a certificate, no key) show the same fields."""
-    from models.tls_certificate import certificate_columns
+    from tunnelgw.models.tls_certificate import certificate_columns
 
     pem = x509_certificate(ca=False, common_names=("fixture.example.com",))
     fields = tls.certificate_fields(x509.load_pem_x509_certificate(pem.encode()))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from models import Edge, TunnelGroupBackend
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge, TunnelGroupBackend
 
 UNKNOWN_BACKEND = "bkdtg_2pQcK8sTu9vWxY0zAb1Cd2Ef3Gh"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from models import Edge
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge
 
 PATH = "/edges/tls"
 BASE = "http://testserver"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models import Edge, EventSubscription, TunnelGroupBackend
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge, EventSubscription, TunnelGroupBackend
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
 PATCH_PATHS = sorted(path for path, item in SPEC["paths"].items() if "patch" in item)

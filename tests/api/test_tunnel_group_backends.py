@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from models import Edge, EdgeRoute, Tunnel
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Edge, EdgeRoute, Tunnel
 
 PATH = "/backends/tunnel_group"
 BASE = "http://testserver"

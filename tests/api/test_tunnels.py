@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from models import Endpoint, Tunnel
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.models import Endpoint, Tunnel
 
 PATH = "/tunnels"
 BASE = "http://testserver"

@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from models import VaultSecret
 from tests.factories import assert_error, database_dump, in_dump
 from tunnelgw.crypto import keys
+from tunnelgw.models import VaultSecret
 from tunnelgw.services import vaults
 
 VAULTS = "/vaults"

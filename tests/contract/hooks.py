@@ -55,11 +55,11 @@ from urllib.parse import unquote
 import schemathesis
 import yaml
 
-from handlers import access_tokens, tls_edge_backend
 from tests.contract import seed
 from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, issuing, ssh, tls, x509
+from tunnelgw.handlers import access_tokens, tls_edge_backend
 from tunnelgw.http.validation import check_extensions
 from tunnelgw.rules import (
     acls,

@@ -21,7 +21,8 @@ import yaml
 from sqlalchemy import delete
 from sqlmodel import col
 
-from models import (
+from tunnelgw.core import ids
+from tunnelgw.models import (
     ApplicationSession,
     ApplicationUser,
     Credential,
@@ -41,7 +42,6 @@ from models import (
     TunnelSession,
     Vault,
 )
-from tunnelgw.core import ids
 from tunnelgw.services import auth
 from tunnelgw.storage.unit import Unit
 

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import delete
 from sqlmodel import col
 
-from models import Account, IpPolicy
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
+from tunnelgw.models import Account, IpPolicy
 from tunnelgw.schema import migrate
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.db import Database

@@ -12,9 +12,9 @@ import pickle
 import pytest
 from sqlmodel import select
 
-from models import Account, ApiKey, Principal
 from tunnelgw import cli
 from tunnelgw.http import edge
+from tunnelgw.models import Account, ApiKey, Principal
 from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from models import Account
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Account
 from tunnelgw.schema import migrate
 from tunnelgw.storage.db import Database
 
@@ -101,7 +101,7 @@ def test_queries_compile_once_and_shape_their_rows(url):  # noqa: F811
     from sqlalchemy import bindparam, delete
     from sqlmodel import col
 
-    from models import Principal
+    from tunnelgw.models import Principal
     from tunnelgw.storage.statements import Query
 
     migrate.upgrade(url)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from models import Edge, FixtureLoad, Tunnel
 from tests.factories import x509_certificate
 from tunnelgw import fixtures
 from tunnelgw.core.errors import ApiError, Code
@@ -22,6 +21,7 @@ from tunnelgw.fixtures import kinds as fixture_kinds
 from tunnelgw.fixtures import plan as fixture_plan
 from tunnelgw.fixtures import rows as fixture_rows
 from tunnelgw.fixtures import schema as fixture_schema
+from tunnelgw.models import Edge, FixtureLoad, Tunnel
 from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database

@@ -1,5 +1,5 @@
-"""The house keeps its shape: small modules (tunnelgw, handlers, models). The layers are kept
-by import-linter (`lint-imports`, tox's lint environment)."""
+"""The house keeps its shape: small modules (tunnelgw, and the handlers and models it installs
+from the top-level folders). The layers are kept by import-linter (`lint-imports`)."""
 
 from __future__ import annotations
 

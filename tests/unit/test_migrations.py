@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
-import models  # noqa: F401
+import tunnelgw.models  # noqa: F401
 from tests import pgcluster
 from tests.factories import x509_certificate
 from tunnelgw.schema import migrate

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlmodel import SQLModel
 
-from models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
 from tunnelgw.core import timefmt
+from tunnelgw.models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
 from tunnelgw.storage import records
 from tunnelgw.storage.records import Record
 

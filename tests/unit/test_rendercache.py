@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
-import models
-from models import ApiKey, FaultRule, HttpResponseBackend
-from models.base import AccountScoped
+from tunnelgw import models
+from tunnelgw.models import ApiKey, FaultRule, HttpResponseBackend
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.services import rendercache
 from tunnelgw.services.rendercache import RenderCache, weight
 

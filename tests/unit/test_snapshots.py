@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, LargeBinary, String
 from sqlmodel import AutoString, SQLModel
 
-import models  # noqa: F401  (registers every table)
-from models.base import SECRET
+import tunnelgw.models  # noqa: F401  (registers every table)
 from tunnelgw.crypto import keys
+from tunnelgw.models.base import SECRET
 from tunnelgw.services import snapshots
 
 SECRET_NAMES = re.compile(r".*_hash|wrapped_.*|.*sealed.*|.*secret.*|.*private_key.*")

@@ -31,7 +31,7 @@ def test_spec_is_valid_openapi():
 @pytest.mark.parametrize(("path", "method", "op"), OPERATIONS, ids=lambda v: str(v)[:40])
 def test_operation_resolves_to_a_handler(path, method, op):
     module, _, verb = op["operationId"].rpartition(".")
-    handler = getattr(importlib.import_module(f"handlers.{module}"), verb)
+    handler = getattr(importlib.import_module(f"tunnelgw.handlers.{module}"), verb)
     assert callable(handler), (path, method)
 
 

@@ -25,7 +25,7 @@ import importlib, pathlib, sys
 import tunnelgw.http.app, tunnelgw.cli
 import uvicorn.main, uvicorn.supervisors
 for path in pathlib.Path("handlers").glob("*.py"):
-    importlib.import_module(f"handlers.{path.stem}")
+    importlib.import_module(f"tunnelgw.handlers.{path.stem}")
 """
 STAND_INS = [
     *standins.UNUSED_BY_THE_SERVER,
@@ -63,7 +63,7 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         import {entry}
         import tunnelgw.http.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
-            importlib.import_module(f"handlers.{{path.stem}}")
+            importlib.import_module(f"tunnelgw.handlers.{{path.stem}}")
         lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
         lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]

@@ -120,7 +120,7 @@ class Code(enum.Enum):
     FILTER_UNKNOWN_FIELD = (400, "The filter names a field the items do not have.")
     FILTER_TYPE = (400, "The filter applies an operator or function to a value of the wrong type.")
     FILTER_TOO_LONG = (400, "The filter is longer than 4096 bytes.")
-    # 400: Kubernetes operators (handlers.kubernetes_operators).
+    # 400: Kubernetes operators (tunnelgw.handlers.kubernetes_operators).
     INVALID_CSR = (
         400,
         "The CSR is not one PEM certificate signing request (PKCS #10, CERTIFICATE REQUEST).",

@@ -38,10 +38,12 @@ def operation_id(scope: Scope) -> str:
 
 
 def spec_operation(scope: Scope) -> str | None:
-    """The operationId Connexion routed this request to, if any."""
+    """The handler Connexion routed this request to, if any, as metrics labels and access-log
+    lines have always named it: `handlers.<operationId>` (the handlers package installs as
+    `tunnelgw.handlers`; the label stays what dashboards already select on)."""
     routing = scope.get("extensions", {}).get("connexion_routing", {})
     value = routing.get("operation_id")
-    return str(value) if value else None
+    return str(value).removeprefix("tunnelgw.") if value else None
 
 
 class RequestContext:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from models import Endpoint, ReservedDomain
+from tunnelgw.models import Endpoint, ReservedDomain
 from tunnelgw.storage.unit import Unit
 
 

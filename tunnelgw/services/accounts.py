@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy import Table, delete, select
 from sqlmodel import SQLModel, col
 
-from models import Account, ApiKey, Principal
-from models.principal import PREFIXES, Kind
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Account, ApiKey, Principal
+from tunnelgw.models.principal import PREFIXES, Kind
 from tunnelgw.services import auth
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -149,7 +149,7 @@ async def page(unit: Unit, limit: int, before_id: str | None) -> tuple[list[Acco
 def account_tables() -> list[Table]:
     """Every table whose rows belong to an account (an `account_id` column), children
     first: derived from the models, so a new table is covered without a list to keep."""
-    import models  # noqa: F401  (registers every table)
+    import tunnelgw.models  # noqa: F401  (registers every table)
 
     return [table for table in reversed(SQLModel.metadata.sorted_tables) if "account_id" in table.c]
 

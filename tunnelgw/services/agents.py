@@ -12,12 +12,12 @@ from typing import Any
 
 from sqlalchemy import bindparam
 
-from models import AccessToken, Credential, Endpoint, Principal, Tunnel
-from models.tunnel_group_member import partners_of, regroup_account
-from models.tunnel_session import TunnelSession
 from tunnelgw.core import ids, scopes, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
+from tunnelgw.models import AccessToken, Credential, Endpoint, Principal, Tunnel
+from tunnelgw.models.tunnel_group_member import partners_of, regroup_account
+from tunnelgw.models.tunnel_session import TunnelSession
 from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
 from tunnelgw.services import auth, cloud_endpoints, quotas, restrictions
 from tunnelgw.storage.statements import Query

@@ -22,11 +22,11 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from models import AccessToken, Account, ApiKey, Principal
-from models.base import AccountScoped
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
+from tunnelgw.models import AccessToken, Account, ApiKey, Principal
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
 
@@ -46,9 +46,9 @@ class Caller:
     is_admin: bool
     # The API key's id; None when the credential is an access token.
     api_key_id: str | None
-    # What `api` IP restrictions the account has (models.ip_restriction.API_*).
+    # What `api` IP restrictions the account has (tunnelgw.models.ip_restriction.API_*).
     api_restriction: int = 0
-    # Whether the account may have fault rules (models.account.Account.fault_rules).
+    # Whether the account may have fault rules (tunnelgw.models.account.Account.fault_rules).
     fault_rules: bool = False
     # The access token's id and scopes; None for an API key (every scope).
     access_token_id: str | None = None

@@ -12,9 +12,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from models import Principal
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Principal
 from tunnelgw.services import auth, crud, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body

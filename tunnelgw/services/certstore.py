@@ -1,5 +1,5 @@
 """Certificate management on stored rows (reserved domains and agent ingresses, both
-`models.cert_managed.CertManaged`): settle the rows that are due (see
+`tunnelgw.models.cert_managed.CertManaged`): settle the rows that are due (see
 tunnelgw.rules.certmanagement), issue and store their certificates, and the issuing CA rows,
 which also sign client certificates from signing requests (`sign_request`).
 
@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from models import IssuingAuthority, TlsCertificate
-from models.cert_managed import CertManaged
-from models.tls_certificate import certificate_columns
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
+from tunnelgw.models import IssuingAuthority, TlsCertificate
+from tunnelgw.models.cert_managed import CertManaged
+from tunnelgw.models.tls_certificate import certificate_columns
 from tunnelgw.rules import certmanagement
 from tunnelgw.services import auth, crud, listing, paging, quotas
 from tunnelgw.storage import db, records

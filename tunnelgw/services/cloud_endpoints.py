@@ -6,9 +6,9 @@ secrets a traffic policy reads. The URL and policy rules themselves are pure
 
 from __future__ import annotations
 
-from models import Endpoint, ReservedAddr, ReservedDomain, VaultSecret
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Endpoint, ReservedAddr, ReservedDomain, VaultSecret
 from tunnelgw.rules import endpoint_urls, hostnames, traffic_policy
 from tunnelgw.rules.endpoint_urls import Target
 from tunnelgw.services import quotas, vaults

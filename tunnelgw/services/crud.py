@@ -11,9 +11,9 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
 
-from models.base import AccountScoped, Owned
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models.base import AccountScoped, Owned
 from tunnelgw.services import auth, listing, ownership, paging, quotas, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records
@@ -50,7 +50,7 @@ async def get_managed(
     unit: Unit, model: type[R], caller: Caller, id_: str, *, lock: Lock = False
 ) -> R:
     """The row `id_` of the caller's account that the caller is about to change or delete:
-    `get_owned`, and for an owned model (models.base.Owned) the ownership rule
+    `get_owned`, and for an owned model (tunnelgw.models.base.Owned) the ownership rule
     (tunnelgw.services.ownership: ApiError(403 ERR_NOT_OWNER))."""
     row = await get_owned(unit, model, caller, id_, lock=lock)
     if issubclass(model, Owned):

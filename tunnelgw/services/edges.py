@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models import Edge, EdgeRoute, TunnelGroupBackend
-from models.edge import KIND_PREFIXES
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Edge, EdgeRoute, TunnelGroupBackend
+from tunnelgw.models.edge import KIND_PREFIXES
 from tunnelgw.services import crud, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage.unit import Lock, Unit

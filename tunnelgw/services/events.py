@@ -12,7 +12,8 @@ from typing import Any, cast
 from sqlalchemy import bindparam, delete, func, select
 from sqlmodel import SQLModel, col
 
-from models import (
+from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.models import (
     Edge,
     EventDelivery,
     EventSource,
@@ -23,12 +24,11 @@ from models import (
     Tunnel,
     TunnelGroupBackend,
 )
-from models.event_delivery import DELIVERED, FAILED
-from models.event_source import of_subscription
-from models.event_subscription import destinations_of
-from models.ip_restriction import policies_of
-from models.tunnel_group_member import backends_of, tunnels_of
-from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.models.event_delivery import DELIVERED, FAILED
+from tunnelgw.models.event_source import of_subscription
+from tunnelgw.models.event_subscription import destinations_of
+from tunnelgw.models.ip_restriction import policies_of
+from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units

@@ -21,10 +21,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlmodel import col
 
-from models import FaultRule
-from models.fault_rule import DELIVER
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import FaultRule
+from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit

@@ -23,7 +23,7 @@ import orjson
 from sqlalchemy import and_, bindparam, delete, func, select
 from sqlmodel import col
 
-from models import JournalEntry
+from tunnelgw.models import JournalEntry
 from tunnelgw.storage.db import Database
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from models.base import AccountScoped
 from tunnelgw.core import spec, urls
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.rules.filtering import Filter, compile_filter
 from tunnelgw.services import auth
 from tunnelgw.services.paging import Renderer, cursor, keyset_rows

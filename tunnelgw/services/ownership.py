@@ -1,14 +1,14 @@
-"""Owned resources (models.base.Owned: API keys, tunnel credentials, SSH credentials): every
-principal of the account reads them; a non-admin creates, changes and deletes only its own; an
+"""Owned resources (tunnelgw.models.base.Owned: API keys, tunnel credentials, SSH credentials):
+every principal of the account reads them; a non-admin creates, changes and deletes only its own; an
 admin any of the account's. So an admin's keys, the account's last one included, go only by an
 admin's hand. They go with their owner (a deleted bot user's foreign keys cascade).
 """
 
 from __future__ import annotations
 
-from models import Principal
-from models.base import Owned
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Principal
+from tunnelgw.models.base import Owned
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage.unit import Unit
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
-from models.base import AccountScoped
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage.unit import Unit
 

@@ -2,13 +2,13 @@
 row unless its account holds its kind's quota already (409 `ERR_QUOTA_EXCEEDED`). The check
 and the insert commit together, so concurrent creates cannot pass the quota.
 
-Counting an account's rows costs time linear in them (~0.1 us a row on SQLite: 1 ms at
-10,000), so the check reads a bound instead (models.quota_usage): at least the account's rows
-of the kind, set from an exact count and raised by one with each row admitted. Only a create
-the bound would take past the quota counts, and the count replaces the bound. Rows deleted
-leave the bound high, which costs a count later, never a wrong answer; a row inserted without
-`admit` (fixture rows, issued certificates, keys made by the command line) must `forget` the
-bound, or the quota could be passed by that many rows."""
+Counting an account's rows costs time linear in them (~0.1 us a row on SQLite: 1 ms at 10,000), so
+the check reads a bound instead (tunnelgw.models.quota_usage): at least the account's rows of the
+kind, set from an exact count and raised by one with each row admitted. Only a create the bound
+would take past the quota counts, and the count replaces the bound. Rows deleted leave the bound
+high, which costs a count later, never a wrong answer; a row inserted without `admit` (fixture rows,
+issued certificates, keys made by the command line) must `forget` the bound, or the quota could be
+passed by that many rows."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, literal, select
 from sqlmodel import col
 
-from models import Account, QuotaUsage
-from models.base import AccountScoped
 from tunnelgw.core import settings
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import Account, QuotaUsage
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import records
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlmodel import col
 
-from models import IpPolicyRule, IpRestriction, IpRestrictionPolicy
-from models.ip_restriction import API_NONE
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.models import IpPolicyRule, IpRestriction, IpRestrictionPolicy
+from tunnelgw.models.ip_restriction import API_NONE
 from tunnelgw.rules import cidrs
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db

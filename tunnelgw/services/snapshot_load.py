@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import LargeBinary, Table, UniqueConstraint, func, select
 
-from models import Account, IpRestriction
-from models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED
 from tunnelgw.crypto import keys
+from tunnelgw.models import Account, IpRestriction
+from tunnelgw.models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED
 from tunnelgw.services import quotas
 from tunnelgw.services.snapshots import (
     KEPT,

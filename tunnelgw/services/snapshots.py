@@ -13,9 +13,9 @@ import orjson
 from sqlalchemy import Boolean, DateTime, Float, Integer, LargeBinary, Table, select, text
 from sqlmodel import SQLModel
 
-from models.base import SECRET
 from tunnelgw.core import timefmt
 from tunnelgw.crypto import keys
+from tunnelgw.models.base import SECRET
 from tunnelgw.storage import records
 from tunnelgw.storage.unit import Unit
 
@@ -35,7 +35,7 @@ LEFT_OUT_PREFIX = "!left-out:"
 @functools.cache
 def tables() -> tuple[Table, ...]:
     """The exported tables, parents before children."""
-    import models  # noqa: F401  (registers every table)
+    import tunnelgw.models  # noqa: F401  (registers every table)
 
     return tuple(
         table

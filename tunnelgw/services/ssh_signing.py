@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from models import (
+from tunnelgw.core import timefmt
+from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.crypto import CryptoError, keys
+from tunnelgw.models import (
     SshCertificateAuthority,
     SshHostCertificate,
     SshUserCertificate,
     ssh_host_certificate,
     ssh_user_certificate,
 )
-from tunnelgw.core import timefmt
-from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.services import auth, crud
 from tunnelgw.storage.unit import Unit
 

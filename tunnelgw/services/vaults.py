@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import bindparam, update
 from sqlmodel import col
 
-from models import Vault, VaultSecret
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
+from tunnelgw.models import Vault, VaultSecret
 from tunnelgw.services import auth, crud, listing, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db

@@ -33,7 +33,7 @@ Decoder = Callable[[Any], Any]
 
 # Behaviour is copied only from classes defined in these packages (not SQLModel's, pydantic's
 # or SQLAlchemy's machinery).
-_MODEL_PACKAGES = ("models",)
+_MODEL_PACKAGES = ("tunnelgw.models",)
 
 
 class Record:

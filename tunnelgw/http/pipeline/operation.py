@@ -29,7 +29,7 @@ from tunnelgw.storage import db
 
 log = logging.getLogger("tunnelgw.restrictions")
 
-HANDLERS_PACKAGE = "handlers"  # operationIds resolve relative to it (tunnelgw.http.app)
+HANDLERS_PACKAGE = "tunnelgw.handlers"  # operationIds resolve relative to it (tunnelgw.http.app)
 # A scope key the fixture loader's in-process requests carry: fault rules leave them alone.
 INTERNAL = "tunnelgw.internal"
 ADMIN_OPERATIONS = "admin."  # the admin API's operationIds (handlers/admin.py)
@@ -53,7 +53,7 @@ class Operation:
         journal_keep: int = 0,
     ) -> None:
         self.operation_id = operation.operation_id
-        # The spec's operationId (Connexion's is the resolved handler, `handlers.<id>`).
+        # The spec's operationId (Connexion's is the resolved handler, `tunnelgw.handlers.<id>`).
         self.spec_operation_id = operation.operation_id.removeprefix(HANDLERS_PACKAGE + ".")
         # Fault rules (admin API on) may hit this operation.
         self.faults = self.spec_operation_id in fault_operations

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 from sqlmodel.sql.sqltypes import AutoString
 
-import models  # noqa: F401  (registers every table on SQLModel.metadata)
+import tunnelgw.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from tunnelgw.core.settings import Settings
 from tunnelgw.schema.migrate import sync_url
 
