@@ -61,6 +61,7 @@ from tunnelgw.core.errors import ApiError
 from tunnelgw.crypto import CryptoError, Rule, issuing, ssh, tls, x509
 from tunnelgw.handlers import access_tokens, tls_edge_backend
 from tunnelgw.http.validation import check_extensions
+from tunnelgw.models.event_source import check_fields
 from tunnelgw.rules import (
     acls,
     certmanagement,
@@ -135,6 +136,11 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
         body["certificate_pem"], body["private_key_pem"]
     ),
     "tls-edge-backend-form": tls_edge_backend.requested_module,
+    # Only the traffic event types' sources choose `fields`.
+    "event-source-fields": lambda body: check_fields(body, "fields"),
+    "event-subscription-sources": lambda body: [
+        check_fields(source, "sources") for source in body.get("sources") or ()
+    ],
     # Checked on the body as map_case sends it (a broken target replaced: `_event_target`).
     "event-destination-create": lambda body: event_targets.check_create(_event_target(body, True)),
     "event-destination-update": lambda body: event_targets.check_update(_event_target(body)),
