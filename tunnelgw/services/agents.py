@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam
 
@@ -22,6 +22,8 @@ from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
 from tunnelgw.services import auth, cloud_endpoints, quotas, restrictions
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -93,11 +95,7 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
     `tunnel:start`."""
     if authtoken.startswith(auth.ACCESS_TOKEN_PREFIX):
         return await _access_token(unit, account_id, authtoken)
-    found = await unit.select(
-        Credential,
-        f'"token_hash" = {unit.mark} AND "account_id" = {unit.mark}',
-        [auth.hash_token(authtoken), account_id],
-    )
+    found = await _by_token(unit, Credential, account_id, authtoken)
     if not found:
         raise ApiError(
             Code.AGENT_AUTH_FAILED,
@@ -109,12 +107,18 @@ async def _credential(unit: Unit, account_id: str, authtoken: str) -> Credential
     return found[0]
 
 
-async def _access_token(unit: Unit, account_id: str, authtoken: str) -> Credential:
-    found = await unit.select(
-        AccessToken,
+async def _by_token(unit: Unit, model: type[T], account_id: str, authtoken: str) -> list[T]:
+    """The rows of `model` (a tunnel credential or an access token) of the account whose
+    stored hash is `authtoken`'s."""
+    return await unit.select(
+        model,
         f'"token_hash" = {unit.mark} AND "account_id" = {unit.mark}',
         [auth.hash_token(authtoken), account_id],
     )
+
+
+async def _access_token(unit: Unit, account_id: str, authtoken: str) -> Credential:
+    found = await _by_token(unit, AccessToken, account_id, authtoken)
     if not found:
         raise ApiError(
             Code.AGENT_AUTH_FAILED,
