@@ -11,54 +11,23 @@ Marked `client`, as the other official-client tests.
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import shutil
 import subprocess
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
-from tests import pgcluster
-from tests.stress.server import ROOT, Server
+from tests.client.conftest import GO_CLIENT, go_env, go_toolchain
+from tests.stress.server import Server
 
 pytestmark = pytest.mark.client
 
-GO_CLIENT = ROOT / "tests" / "client" / "go"
 
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    url = None
-    if os.environ.get("TUNNELGW_TEST_ENGINE") == "postgresql":
-        url = pgcluster.create_database(
-            os.environ["TUNNELGW_TEST_PG_BASE"], f"goclient_{uuid.uuid4().hex[:10]}"
-        )
-    server = Server(
-        tmp_path_factory.mktemp("gofamilies"),
-        url,
-        "tgw_gofamilies_" + secrets.token_hex(12),
-        workers=1,
-        env={"TUNNELGW_PROFILE": "platform"},
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        assert "Traceback" not in server.log(), server.log()[-5000:]
-
-
-def test_every_family_round_trips(live: Server) -> None:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("no Go toolchain (the polyglot machines have one)")
+def test_every_family_round_trips(profile_server: Server) -> None:
+    go = go_toolchain()
     ran = subprocess.run(
         [go, "test", "-count=1", "-v", "./..."],
         cwd=GO_CLIENT,
-        env={**os.environ, "TUNNELGW_BASE_URL": live.base, "TUNNELGW_TOKEN": live.token},
+        env=go_env(profile_server),
         capture_output=True,
         text=True,
         timeout=900,

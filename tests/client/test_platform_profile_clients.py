@@ -12,49 +12,27 @@ Marked `client`: deselect with `-m "not client"` where the packages cannot be in
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.stress.server import ROOT, Server
+from tests.client.conftest import GO_CLIENT, go_env, go_toolchain
+from tests.stress.server import Server
 
 ngrok = pytest.importorskip("ngrok")
 
 pytestmark = pytest.mark.client
 
-GO_CLIENT = ROOT / "tests" / "client" / "go"
-
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = Server(
-        tmp_path_factory.mktemp("profile"),
-        None,
-        "tgw_profile_" + secrets.token_hex(12),
-        workers=1,
-        env={"TUNNELGW_PROFILE": "platform"},
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        assert "Traceback" not in server.log(), server.log()[-5000:]
+def client(profile_server: Server) -> Any:
+    return ngrok.Client(profile_server.token, base_url=profile_server.base)
 
 
-@pytest.fixture(scope="module")
-def client(live: Server) -> Any:
-    return ngrok.Client(live.token, base_url=live.base)
-
-
-def test_python_client_typed_errors(live: Server, client: Any) -> None:
+def test_python_client_typed_errors(profile_server: Server, client: Any) -> None:
     domain = f"py{uuid.uuid4().hex[:10]}.example.com"
     made = client.reserved_domains.create(domain=domain)
     with pytest.raises(ngrok.Error) as again:
@@ -69,7 +47,7 @@ def test_python_client_typed_errors(live: Server, client: Any) -> None:
     with pytest.raises(ngrok.Error) as cidr:
         client.ip_policy_rules.create(cidr="10.0.0.0/33", ip_policy_id=policy.id, action="allow")
     assert (cidr.value.error_code, cidr.value.http_status_code) == ("ERR_NGROK_1406", 400)
-    stranger = ngrok.Client("tgw_" + "0" * 43, base_url=live.base)
+    stranger = ngrok.Client("tgw_" + "0" * 43, base_url=profile_server.base)
     with pytest.raises(ngrok.Error) as refused:
         stranger.api_keys.list()
     assert (refused.value.error_code, refused.value.http_status_code) == ("ERR_NGROK_203", 403)
@@ -77,10 +55,8 @@ def test_python_client_typed_errors(live: Server, client: Any) -> None:
     client.reserved_domains.delete(made.id)
 
 
-def test_go_client_typed_errors(live: Server, tmp_path: Path) -> None:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("no Go toolchain (the polyglot machines have one)")
+def test_go_client_typed_errors(profile_server: Server, tmp_path: Path) -> None:
+    go = go_toolchain()
     binary = tmp_path / "goclient"
     built = subprocess.run(
         [go, "build", "-o", str(binary), "."],
@@ -93,7 +69,7 @@ def test_go_client_typed_errors(live: Server, tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     ran = subprocess.run(
         [str(binary)],
-        env={**os.environ, "TUNNELGW_BASE_URL": live.base, "TUNNELGW_TOKEN": live.token},
+        env=go_env(profile_server),
         capture_output=True,
         text=True,
         timeout=120,
