@@ -5,6 +5,7 @@ the stored one. A destination an event subscription uses cannot be deleted (409)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunnelgw.core import ids
@@ -72,21 +73,19 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 
 
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    async with db.write() as unit:
-        # Locked before the check; a subscription that takes the destination up share-locks it.
-        destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
-        users = await subscriptions_using(unit, destination.id)
-        if users:
-            raise ApiError(
-                Code.EVENT_DESTINATION_IN_USE,
-                f"The event destination {id!r} is used by the event subscription(s) "
-                f"{', '.join(users)}; take it out of them (PATCH /event_subscriptions/{{id}} "
-                "with other destination_ids) or delete them first.",
-                id=id,
-                subscriptions=",".join(users),
-            )
-        await unit.delete(destination)
-    return None, 204
+    # A subscription that takes the destination up share-locks it.
+    return await crud.delete_unless_used(EventDestination, id, subscriptions_using, _in_use)
+
+
+def _in_use(destination: EventDestination, users: Sequence[str]) -> ApiError:
+    return ApiError(
+        Code.EVENT_DESTINATION_IN_USE,
+        f"The event destination {destination.id!r} is used by the event subscription(s) "
+        f"{', '.join(users)}; take it out of them (PATCH /event_subscriptions/{{id}} "
+        "with other destination_ids) or delete them first.",
+        id=destination.id,
+        subscriptions=",".join(users),
+    )
 
 
 resource = crud.Resource(EventDestination, "event_destinations")

@@ -7,6 +7,7 @@ each access).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tunnelgw.core import ids, timefmt
@@ -162,17 +163,15 @@ resource = crud.Resource(ReservedDomain, "reserved_domains")
 async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
     """The reserved domain removed, unless a cloud endpoint is on it (the platform refuses
     that too: its endpoints would be left without their domain)."""
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, ReservedDomain, auth.caller(), id, lock=True)
-        users = await cloud_endpoints_on(unit, row.id)
-        if users:
-            raise ApiError(
-                Code.DOMAIN_REFERENCED,
-                f"The reserved domain {row.domain!r} is the domain of the cloud endpoint(s) "
-                f"{', '.join(users)}; delete them or change their URLs first.",
-                context={"domain": row.domain},
-                id=id,
-                endpoints=",".join(users),
-            )
-        await unit.delete(row)
-    return None, 204
+    return await crud.delete_unless_used(ReservedDomain, id, cloud_endpoints_on, _referenced)
+
+
+def _referenced(row: ReservedDomain, users: Sequence[str]) -> ApiError:
+    return ApiError(
+        Code.DOMAIN_REFERENCED,
+        f"The reserved domain {row.domain!r} is the domain of the cloud endpoint(s) "
+        f"{', '.join(users)}; delete them or change their URLs first.",
+        context={"domain": row.domain},
+        id=row.id,
+        endpoints=",".join(users),
+    )

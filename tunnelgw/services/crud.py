@@ -6,7 +6,7 @@ writing queries; a plain resource declares its operations with one `Resource`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
@@ -213,6 +213,25 @@ async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
     """DELETE: remove the caller's row `id_`; the empty 204 response."""
     async with db.write() as unit:
         await delete_owned(unit, model, auth.caller(), id_)
+    return None, 204
+
+
+async def delete_unless_used(
+    model: type[R],
+    id_: str,
+    users: Callable[[Unit, str], Awaitable[list[str]]],
+    refusal: Callable[[R, list[str]], ApiError],
+) -> tuple[None, int]:
+    """DELETE of a row other rows refer to: the caller's row `id_`, locked before `users`
+    (the ids of the rows that use it) are read, so a writer that takes it up (and
+    share-locks it) waits or is waited for; `refusal(row, users)` when any uses it, else the
+    row removed (204)."""
+    async with db.write() as unit:
+        row = await get_managed(unit, model, auth.caller(), id_, lock=True)
+        using = await users(unit, row.id)
+        if using:
+            raise refusal(row, using)
+        await unit.delete(row)
     return None, 204
 
 
