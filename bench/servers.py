@@ -118,7 +118,9 @@ def wait_ready(server: Server, path: str, timeout: float = READY_TIMEOUT_S) -> f
     raise RuntimeError(f"{server.name} not ready in {timeout:.0f}s:\n{log_tail(server.log_path)}")
 
 
-def start(name: str, command: list[str], env: dict[str, str], log_path: Path) -> Server:
+def start(
+    name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path = REPO_DIR
+) -> Server:
     """Start `command`, which listens on the port given after its `--port`/`-p` flag."""
     flag = "--port" if "--port" in command else "-p"
     port = int(command[command.index(flag) + 1])
@@ -128,7 +130,7 @@ def start(name: str, command: list[str], env: dict[str, str], log_path: Path) ->
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,
-            cwd=REPO_DIR,
+            cwd=cwd,
             env={**environ, **env},
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -140,10 +142,15 @@ def start(name: str, command: list[str], env: dict[str, str], log_path: Path) ->
 
 @contextlib.contextmanager
 def serving(
-    name: str, command: list[str], env: dict[str, str], log_path: Path, ready_path: str
+    name: str,
+    command: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    ready_path: str,
+    cwd: Path = REPO_DIR,
 ) -> Iterator[Server]:
     """Start a server, wait until `ready_path` answers 200, yield it, stop it."""
-    server = start(name, command, env, log_path)
+    server = start(name, command, env, log_path, cwd)
     try:
         wait_ready(server, ready_path)
         yield server
@@ -151,10 +158,12 @@ def serving(
         stop_process(server.process)
 
 
-def startup_seconds(command: list[str], env: dict[str, str], log_path: Path) -> float:
+def startup_seconds(
+    command: list[str], env: dict[str, str], log_path: Path, cwd: Path = REPO_DIR
+) -> float:
     """Wall time from starting `command` to its `/readyz` answering 200; stops it after."""
     started = time.monotonic()
-    server = start("tunnelgw (start-up)", command, env, log_path)
+    server = start("tunnelgw (start-up)", command, env, log_path, cwd)
     try:
         wait_ready(server, "/readyz")
         return time.monotonic() - started
@@ -165,9 +174,11 @@ def startup_seconds(command: list[str], env: dict[str, str], log_path: Path) -> 
 # --- commands -----------------------------------------------------------------------------
 
 
-def tunnelgw_command(workers: int, data_dir: Path, database_url: str | None = None) -> list[str]:
+def tunnelgw_command(
+    workers: int, data_dir: Path, database_url: str | None = None, python: str = sys.executable
+) -> list[str]:
     command = [
-        *(sys.executable, "-m", "tunnelgw", "serve"),
+        *(python, "-m", "tunnelgw", "serve"),
         *("--host", HOST, "--port", str(free_port())),
         *("--workers", str(workers), "--data-dir", str(data_dir)),
     ]

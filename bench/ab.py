@@ -1,0 +1,265 @@
+"""A/B runs: two builds of tunnelgw (or one build in two settings) measured in turns.
+
+    python bench/ab.py dd0582f                 # that commit (A) against the working tree (B)
+    python bench/ab.py 4a5609b HEAD            # two commits
+    python bench/ab.py --b-env TUNNELGW_ADMIN_API=1        # the working tree, journal off / on
+    python bench/ab.py --b-subscriptions 10                # ... without / with 10 subscriptions
+
+Each side is installed as a user installs it (`pip install` of its sources into a venv of its
+own, cached in ~/.cache/tunnelgw/bench-ab; the working tree's sources are those of
+`git stash create`, so uncommitted changes count, untracked files do not) and served from a
+neutral folder, so neither imports the other's code. Then, for each round, each side in turn
+(the order swapped every round, so a drift of the machine's load falls on both):
+start-up to the first answered request on a fresh data dir; then a fresh server, rows seeded
+through the API, and the scenarios: GET by id at --connections and at 1 connection, list pages
+under rotating cursors, create; and the worker's RSS after them. Printed: the median of each
+side, B/A of the medians, and the spread of the per-round ratios. Timings are never a test
+verdict: the exit status says only whether the runs completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH_DIR), str(BENCH_DIR.parent)]
+
+import data  # noqa: E402
+import httpx  # noqa: E402
+import load  # noqa: E402
+import orjson  # noqa: E402
+import servers  # noqa: E402
+from load import Load, Shape  # noqa: E402
+
+CACHE = Path.home() / ".cache" / "tunnelgw" / "bench-ab"
+WORKING_TREE = "WORKTREE"
+QUOTA_ENV = {"TUNNELGW_QUOTA_DEFAULT": "1000000000"}
+LIST_PATH = f"{data.API_PATH}?limit=100"
+SCENARIOS = ("get", "seq", "listread", "create", "rss", "startup")
+# (label, unit, higher is better)
+METRICS: dict[str, tuple[str, str, bool]] = {
+    "get": ("GET by id, req/s", "req/s", True),
+    "seq": ("GET by id, 1 connection, p50 ms", "ms", False),
+    "listread": ("list of 100 under rotating cursors, req/s", "req/s", True),
+    "create": ("create, req/s", "req/s", True),
+    "rss": ("worker RSS after the runs, MiB", "MiB", False),
+    "startup": ("start-up to the first answer, fresh data dir, s", "s", False),
+}
+
+
+@dataclass
+class Side:
+    """One build and its settings, and what was measured of it."""
+
+    label: str
+    python: Path
+    env: dict[str, str] = field(default_factory=dict)
+    subscriptions: int = 0
+    results: dict[str, list[float]] = field(default_factory=dict)
+
+
+# --- builds -------------------------------------------------------------------------------
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=BENCH_DIR.parent, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def resolve(rev: str) -> tuple[str, str]:
+    """(commit to archive, label) of `rev`; WORKTREE is the working tree's tracked files."""
+    if rev == WORKING_TREE:
+        return _git("stash", "create") or _git("rev-parse", "HEAD"), "working tree"
+    sha = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    return sha, sha[:7]
+
+
+def build(commit: str) -> Path:
+    """The python of a venv with `commit` installed (cached by the commit's tree)."""
+    tree = _git("rev-parse", f"{commit}^{{tree}}")
+    home = CACHE / hashlib.sha256(tree.encode()).hexdigest()[:16]
+    python = home / "venv" / "bin" / "python"
+    if (home / "ready").exists():
+        return python
+    shutil.rmtree(home, ignore_errors=True)
+    source = home / "src"
+    source.mkdir(parents=True)
+    print(f"ab: building {commit[:7]} in {home} (pip install; once per tree)", flush=True)
+    archive = subprocess.run(
+        ["git", "archive", commit], cwd=BENCH_DIR.parent, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], check=True)
+    (home / "ready").write_text(commit + "\n")
+    return python
+
+
+# --- one round of one side ----------------------------------------------------------------
+
+
+def subscribe(base_url: str, token: str, count: int) -> None:
+    """`count` subscriptions to the created event of the bench's resource, each with a
+    destination of its own."""
+    headers = data.api_headers(token)
+    with httpx.Client(base_url=base_url, headers=headers, timeout=data.SEED_TIMEOUT_S) as c:
+        for n in range(count):
+            target = {"datadog": {"api_key": f"bench-{n}"}}
+            made = c.post("/event_destinations", json={"target": target})
+            made.raise_for_status()
+            body = {
+                "sources": [{"type": "http_response_backend_created.v0"}],
+                "destination_ids": [made.json()["id"]],
+            }
+            c.post("/event_subscriptions", json=body).raise_for_status()
+
+
+def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no: int) -> None:
+    token = data.new_token()
+    env = {"TUNNELGW_BOOTSTRAP_TOKEN": token, **QUOTA_ENV, **side.env}
+    tag = f"{side.label.replace(' ', '-')}-{round_no}"
+    log = workdir / f"{tag}.log"
+    if "startup" in args.scenarios:
+        command = servers.tunnelgw_command(1, workdir / f"{tag}-startup", python=str(side.python))
+        seconds = servers.startup_seconds(command, env, log, cwd=workdir)
+        side.results.setdefault("startup", []).append(seconds)
+    command = servers.tunnelgw_command(1, workdir / f"{tag}-data", python=str(side.python))
+    with servers.serving("tunnelgw", command, env, log, "/readyz", cwd=workdir) as server:
+        base = server.base_url
+        paths = data.rotating_paths(data.seed_via_api(base, token, args.rows))
+        subscribe(base, token, side.subscriptions)
+        data.check_answer(base, token, paths[0])
+        get = Load(paths, token)
+        load.run(args.tool, base, get, Shape(args.warmup, 4))
+        concurrent = Shape(args.duration, args.connections, args.threads)
+        runs: dict[str, tuple[Load, Shape]] = {
+            "get": (get, concurrent),
+            "seq": (get, Shape(args.duration, 1, 1)),
+            "listread": (Load(data.cursor_list_paths(LIST_PATH, paths), token), concurrent),
+            "create": (Load((data.API_PATH,), token, data.CREATE_BYTES), concurrent),
+        }
+        for name, (work, shape) in runs.items():
+            if name not in args.scenarios:
+                continue
+            stats = load.run(args.tool, base, work, shape)
+            if stats.non_2xx or stats.errors:
+                raise RuntimeError(f"{side.label} {name}: {stats.non_2xx} non-2xx, {stats.sample}")
+            side.results.setdefault(name, []).append(stats.p50_ms if name == "seq" else stats.rps)
+        if "rss" in args.scenarios:
+            rss = sum(p.rss_mib for p in servers.memory(server) if p.role == "worker")
+            side.results.setdefault("rss", []).append(rss)
+
+
+# --- report -------------------------------------------------------------------------------
+
+
+def report(a: Side, b: Side, scenarios: list[str]) -> list[dict[str, Any]]:
+    """A line per scenario: the medians, B/A, and the per-round ratios' range."""
+    rows = []
+    rounds = max((len(v) for v in a.results.values()), default=0)
+    print(f"\nA = {a.label}, B = {b.label}; medians of {rounds} round(s)")
+    print(f"{'scenario':<52} {'A':>9} {'B':>9} {'B/A':>6}  per-round B/A")
+    for name in scenarios:
+        title, unit, higher = METRICS[name]
+        xs, ys = a.results.get(name, []), b.results.get(name, [])
+        if not xs or not ys:
+            continue
+        ma, mb = statistics.median(xs), statistics.median(ys)
+        ratios = sorted(y / x for x, y in zip(xs, ys, strict=True) if x)
+        spread = f"{ratios[0]:.2f}-{ratios[-1]:.2f}" if ratios else "-"
+        digits = 3 if unit in ("ms", "s") else 0 if unit == "req/s" else 1
+        print(f"{title:<52} {ma:>9.{digits}f} {mb:>9.{digits}f} {mb / ma:>6.2f}  {spread}")
+        rows.append(
+            {
+                "scenario": name,
+                "title": title,
+                "higher_is_better": higher,
+                "a": xs,
+                "b": ys,
+                "ratio_of_medians": round(mb / ma, 3),
+                "round_ratios": [round(r, 3) for r in ratios],
+            }
+        )
+    return rows
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    add = parser.add_argument
+    add("a", nargs="?", default=WORKING_TREE, help="commit of side A (default: working tree)")
+    add("b", nargs="?", default=WORKING_TREE, help="commit of side B (default: working tree)")
+    add("--b-env", action="append", default=[], metavar="K=V", help="a setting of B only")
+    add("--b-subscriptions", type=int, default=0, help="event subscriptions on B's account")
+    add("--rounds", type=int, default=4, help="rounds; each side once per round (4)")
+    add("--duration", type=float, default=5.0, help="seconds per load run (5)")
+    add("--warmup", type=float, default=2.0, help="warm-up seconds per server (2)")
+    add("--connections", type=int, default=32, help="connections of the concurrent runs (32)")
+    add("--threads", type=int, default=2, help="wrk threads (2)")
+    add("--rows", type=int, default=1000, help="rows seeded through the API (1000)")
+    add("--only", help=f"comma-separated scenarios (default: {','.join(SCENARIOS)})")
+    add("--loadgen", choices=("wrk", "python"), default="wrk", help="load generator (wrk)")
+    add("--output", type=Path, help="JSON file (default bench/results/ab-<a>-<b>.json)")
+    args = parser.parse_args(argv)
+    args.scenarios = [s.strip() for s in (args.only or ",".join(SCENARIOS)).split(",")]
+    unknown = set(args.scenarios) - set(SCENARIOS)
+    if unknown or args.rounds < 1 or args.rows < data.ROTATING_IDS:
+        parser.error(f"unknown scenario(s) {sorted(unknown)}, or --rounds < 1, or --rows < 100")
+    args.tool = args.loadgen
+    if args.tool == "wrk" and shutil.which("wrk") is None:
+        parser.error(f"wrk not found: {load.WRK_INSTALL_HINT}; or --loadgen python")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    (commit_a, label_a), (commit_b, label_b) = resolve(args.a), resolve(args.b)
+    a = Side(label_a, build(commit_a))
+    b = Side(label_b, build(commit_b), subscriptions=args.b_subscriptions)
+    for setting in args.b_env:
+        key, _, value = setting.partition("=")
+        b.env[key] = value
+    if b.env or b.subscriptions:
+        b.label += f" ({', '.join([*args.b_env, f'{b.subscriptions} subscriptions'])})"
+    if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
+        print("ab: WARNING: the machine is busy; the rounds' spread will show it", file=sys.stderr)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tunnelgw-ab-") as tmp:
+        for round_no in range(args.rounds):
+            order = (a, b) if round_no % 2 == 0 else (b, a)
+            for side in order:
+                print(f"ab: round {round_no + 1}/{args.rounds}: {side.label}", flush=True)
+                measure_round(side, args, Path(tmp), round_no)
+    rows = report(a, b, args.scenarios)
+    print(f"\n{args.rounds} rounds in {time.monotonic() - started:.0f}s")
+    output = args.output or BENCH_DIR / "results" / f"ab-{label_a[:7]}-{label_b[:7]}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in vars(args).items() if k != "output"}
+    output.write_bytes(
+        orjson.dumps(
+            {"a": label_a, "b": b.label, "settings": settings, "rows": rows},
+            option=orjson.OPT_INDENT_2,
+            default=str,
+        )
+    )
+    print(f"results written to {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
