@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy import BigInteger
+from sqlalchemy import BigInteger, false
 from sqlmodel import Field
 
 from tunnelgw.core import timefmt
@@ -20,12 +20,14 @@ class Account(Row, table=True):
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
     # The account's simulated clock (admin API): seconds added to the real time (up to the
     # year 9000: past a 32-bit integer).
-    clock_offset_seconds: int = Field(default=0, sa_type=BigInteger)
+    clock_offset_seconds: int = Field(
+        default=0, sa_type=BigInteger, sa_column_kwargs={"server_default": "0"}
+    )
     # What `api` IP restrictions the account has (tunnelgw.models.ip_restriction: none, only
     # unenforced, an enforced one), kept by the restriction operations: the credential check reads
     # it, and only a request of an account with some reads the restrictions.
-    api_restriction: int = 0
+    api_restriction: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Whether the account may have fault rules (admin API): set when one is made, cleared with
     # them and by reset. The credential check reads it, and only a request of an account with
     # some reads the rules (a rule spent by its count leaves it set until they are cleared).
-    fault_rules: bool = False
+    fault_rules: bool = Field(default=False, sa_column_kwargs={"server_default": false()})

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from sqlalchemy import JSON, Index, String, Text, bindparam, select
+from sqlalchemy import JSON, Index, String, Text, bindparam, false, select
 from sqlmodel import Field
 
 from tunnelgw.core import timefmt, urls
@@ -17,6 +17,10 @@ from tunnelgw.models.edge import edge_path
 from tunnelgw.models.principal import principal_ref
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
+
+# The text columns added by revision 0005 filled the rows before it with '' (a database built
+# from the models carries the same defaults as one migrated: tests/unit/test_migrations.py).
+_EMPTY = {"server_default": ""}
 
 
 class Endpoint(AccountScoped, table=True):
@@ -40,13 +44,17 @@ class Endpoint(AccountScoped, table=True):
     # The user metadata of the serving tunnel or edge, copied when the endpoint is recorded.
     meta: str = Field(default="", sa_type=Text, sa_column_kwargs={"name": "metadata"})
     # Fields current client libraries read (issue 10); fixtures set them.
-    name: str = Field(default="", sa_type=Text)
-    description: str = Field(default="", sa_type=Text)
-    upstream_url: str = Field(default="", sa_type=Text)
-    upstream_protocol: str = Field(default="", sa_type=String(16))
-    traffic_policy: str = Field(default="", sa_type=Text)
-    bindings: list[str] = Field(default_factory=lambda: ["public"], sa_type=JSON)
-    pooling_enabled: bool = Field(default=False)
+    name: str = Field(default="", sa_type=Text, sa_column_kwargs=_EMPTY)
+    description: str = Field(default="", sa_type=Text, sa_column_kwargs=_EMPTY)
+    upstream_url: str = Field(default="", sa_type=Text, sa_column_kwargs=_EMPTY)
+    upstream_protocol: str = Field(default="", sa_type=String(16), sa_column_kwargs=_EMPTY)
+    traffic_policy: str = Field(default="", sa_type=Text, sa_column_kwargs=_EMPTY)
+    bindings: list[str] = Field(
+        default_factory=lambda: ["public"],
+        sa_type=JSON,
+        sa_column_kwargs={"server_default": '["public"]'},
+    )
+    pooling_enabled: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     principal_id: str | None = id_field(default=None, nullable=True)
     tunnel_session_id: str | None = id_field(default=None, nullable=True, index=True)
 

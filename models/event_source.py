@@ -50,7 +50,9 @@ class EventSource(Row, table=True):
     created_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)
     # The fields a traffic event source captures, as sent ([]: none chosen). The platform's
     # API document does not describe them; its Terraform provider sends and reads them.
-    fields: list[str] = Field(default_factory=list, sa_type=JSON)
+    fields: list[str] = Field(
+        default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
+    )
 
     def to_api(self) -> dict[str, Any]:
         path = f"{sources_path(self.subscription_id)}/{self.type}"

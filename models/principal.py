@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import Index
+from sqlalchemy import Index, true
+from sqlmodel import Field
 
 from tunnelgw.core import urls
 from tunnelgw.models.base import AccountScoped
@@ -40,7 +41,7 @@ class Principal(AccountScoped, table=True):
     kind: str
     name: str = ""
     is_admin: bool = False
-    active: bool = True
+    active: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
 
     def to_api(self, path: str = BOT_PATHS[0]) -> dict[str, Any]:
         """The bot user (service user) shape, its `uri` under the collection `path`."""

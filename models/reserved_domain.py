@@ -36,7 +36,9 @@ class ReservedDomain(DescribedResource, CertManaged, table=True):
     https_endpoint_configuration_id: str | None = id_field(default=None, nullable=True)
     certificate_id: str | None = id_field(default=None, nullable=True)
     # The region values of `resolves_to` ("global" or a region); [] is global resolution.
-    resolves_to: list[str] = Field(default_factory=list, sa_type=JSON)
+    resolves_to: list[str] = Field(
+        default_factory=list, sa_type=JSON, sa_column_kwargs={"server_default": "[]"}
+    )
 
     def cert_name(self) -> str:
         return self.domain

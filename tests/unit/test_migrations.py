@@ -41,8 +41,63 @@ def url(settings, tmp_path):
     return f"sqlite:///{tmp_path / 'm.db'}"
 
 
+@pytest.fixture
+def other_url(settings, tmp_path):
+    """A second fresh database of the engine under test."""
+    if os.environ.get("TUNNELGW_TEST_PG_BASE"):
+        name = f"migrate_{uuid.uuid4().hex[:12]}"
+        return pgcluster.create_database(os.environ["TUNNELGW_TEST_PG_BASE"], name)
+    if os.environ.get("TUNNELGW_TEST_DATABASE_URL"):
+        pytest.skip("one database was given (TUNNELGW_TEST_DATABASE_URL), not a cluster")
+    return f"sqlite:///{tmp_path / 'other.db'}"
+
+
+def _replay(url: str) -> None:
+    """Every revision in turn, as an existing database is migrated (`upgrade` builds an empty
+    one from the models in one step instead)."""
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as connection:
+        config = migrate._config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+    engine.dispose()
+
+
+def _structure(url: str) -> dict[str, object]:
+    """Each table's columns (type, nullability, default), keys, indexes and constraints, as
+    the database itself describes them."""
+    engine = create_engine(migrate.sync_url(url))
+    found: dict[str, object] = {}
+    with engine.connect() as conn:
+        inspector = sa.inspect(conn)
+        for table in inspector.get_table_names():
+            found[table] = {
+                # By name: a revision that adds a column puts it last; nothing reads by position.
+                "columns": sorted(
+                    (c["name"], str(c["type"]), c["nullable"], str(c.get("default")))
+                    for c in inspector.get_columns(table)
+                ),
+                "primary key": inspector.get_pk_constraint(table)["constrained_columns"],
+                "foreign keys": sorted(
+                    (tuple(f["constrained_columns"]), f["referred_table"], str(f["options"]))
+                    for f in inspector.get_foreign_keys(table)
+                ),
+                "indexes": sorted(
+                    (i["name"], tuple(i["column_names"]), i["unique"])
+                    for i in inspector.get_indexes(table)
+                ),
+                "unique": sorted(
+                    (u["name"] or "", tuple(u["column_names"]))
+                    for u in inspector.get_unique_constraints(table)
+                ),
+                "checks": sorted(c["sqltext"] for c in inspector.get_check_constraints(table)),
+            }
+    engine.dispose()
+    return found
+
+
 def test_migrated_schema_equals_the_models(url):
-    assert migrate.upgrade(url) == migrate.head()
+    _replay(url)
     engine = create_engine(migrate.sync_url(url))
     with engine.connect() as conn:
         diff = compare_metadata(
@@ -50,6 +105,29 @@ def test_migrated_schema_equals_the_models(url):
         )
     engine.dispose()
     assert diff == [], f"models and migrations differ; add a migration: {diff}"
+    assert migrate.upgrade(url) == migrate.head()  # replayed to head: nothing left to do
+
+
+def test_a_new_database_is_built_from_the_models_as_the_revisions_build_it(url, other_url):
+    """`upgrade` builds an empty database from the models in one step: the same tables,
+    columns, defaults, keys, indexes and constraints as replaying every revision; and
+    Alembic reads its stamp and migrates on from it (down one revision and up again)."""
+    assert migrate.upgrade(url) == migrate.head()
+    _replay(other_url)
+    built, replayed = _structure(url), _structure(other_url)
+    assert built.keys() == replayed.keys()
+    for table in built:
+        assert built[table] == replayed[table], table
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as connection:
+        assert migrate.current(connection) == migrate.head()
+        config = migrate._config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, "-1")
+        assert migrate.current(connection) != migrate.head()
+        command.upgrade(config, "head")
+        assert migrate.current(connection) == migrate.head()
+    engine.dispose()
 
 
 def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):

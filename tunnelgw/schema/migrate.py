@@ -20,8 +20,9 @@ from multiprocessing.connection import Connection as PipeEnd
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Connection, make_url
+from sqlmodel import SQLModel
 
 from tunnelgw.storage.connections import PRIVATE_FILE_MODE, private_sqlite_file
 from tunnelgw.storage.db import Database, run_with
@@ -155,6 +156,32 @@ def _child_upgrade(url: str, writer: PipeEnd) -> None:  # pragma: no cover - the
         writer.close()
 
 
+_VERSION_TABLE = (
+    "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+    "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+)
+
+
+def _create_at_head(connection: Connection) -> str:
+    """An empty database built at the newest revision in one step: the models' tables
+    (`create_all`), then the revision stamped as Alembic stamps it (its `alembic_version`
+    table, written here so Alembic need not be imported). This is Alembic's own recipe for a
+    new database ("Building an Up to Date Database from Scratch" in its cookbook): the
+    revisions replay the schema's history, which an empty database does not have, and cost
+    most of a first start. tests/unit/test_migrations.py checks that both ways build the same
+    schema, and that Alembic reads the stamp and migrates on from it."""
+    import tunnelgw.models  # noqa: F401 - registers every table on the metadata
+
+    if connection.dialect.name == "sqlite":
+        # Python's sqlite3 begins no transaction for DDL: each CREATE would commit on its own
+        # (a journal sync each, ~100 of them), and a crash would leave half a schema.
+        connection.exec_driver_sql("BEGIN")
+    SQLModel.metadata.create_all(connection)
+    connection.execute(text(_VERSION_TABLE))
+    connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": HEAD})
+    return HEAD
+
+
 def _stored_revision_sync(url: str) -> str | None:
     """The stored revision, read without Alembic: with `sqlite3` directly, or through a unit
     of work on PostgreSQL (the serving driver: the migrations' own driver stays out of the
@@ -175,8 +202,6 @@ def _stored_revision_sync(url: str) -> str | None:
 
 
 def _upgrade(url: str) -> str | None:
-    from alembic import command
-
     url = sync_url(url)
     engine = create_engine(url)
     is_sqlite = engine.dialect.name == "sqlite"
@@ -185,6 +210,10 @@ def _upgrade(url: str) -> str | None:
         with lock, engine.begin() as connection:
             if engine.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": LOCK_ID})
+            if not inspect(connection).get_table_names():
+                return _create_at_head(connection)
+            from alembic import command
+
             config = _config()
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
