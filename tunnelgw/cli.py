@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import logging.config
 import os
@@ -309,6 +310,8 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if settings.workers > 1:
         _share_metrics(settings)
+    if settings.workers == 1:  # it serves in this process: paused until the app is built
+        gc.disable()  # (tunnelgw.worker.create_app enables it again)
     import uvicorn
 
     from tunnelgw.http import edge

@@ -1,14 +1,35 @@
 """The app factory as `tunnelgw serve` hands it to uvicorn (`tunnelgw.worker:create_app`):
 each server process, the spawned workers of `--workers N` included, imports this module
 first, so the modules the server never runs are deferred (`standins.defer_unused`) before
-Connexion is imported."""
+Connexion is imported.
+
+The cyclic garbage collector is paused from here (and in `tunnelgw serve` from before
+uvicorn is imported) until the app is built, for the reason given in `tunnelgw.__main__`;
+then what was built is frozen (`gc.freeze`: moved out of the collector's generations), so
+its passes while serving no longer walk the ~300,000 objects that live as long as the
+process, and the collector runs again.
+"""
 
 from __future__ import annotations
 
+import gc
+
 from tunnelgw import standins
 
+gc.disable()
 standins.defer_unused()
 
-from tunnelgw.http.app import create_app  # noqa: E402 - after the deferral, on purpose
+from connexion import AsyncApp  # noqa: E402 - after the deferral, on purpose
+
+from tunnelgw.http import app  # noqa: E402
 
 __all__ = ["create_app"]
+
+
+def create_app() -> AsyncApp:
+    """`tunnelgw.http.app.create_app()`, then the start-up's objects frozen."""
+    try:
+        return app.create_app()
+    finally:
+        gc.freeze()
+        gc.enable()
