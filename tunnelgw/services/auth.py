@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
-from tunnelgw.models import AccessToken, Account, ApiKey, Principal
+from tunnelgw.models import AccessToken, Account, ApiKey, EventSubscription, Principal
 from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
@@ -50,6 +50,9 @@ class Caller:
     api_restriction: int = 0
     # Whether the account may have fault rules (tunnelgw.models.account.Account.fault_rules).
     fault_rules: bool = False
+    # Whether the account had event subscriptions when the request began (read in the
+    # credential check's statement): without, its changes fire no event and are not rendered.
+    subscriptions: bool = True
     # The access token's id and scopes; None for an API key (every scope).
     access_token_id: str | None = None
     scopes: frozenset[str] | None = None
@@ -99,6 +102,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = (
         found[:9]
     )
+    subscribed = bool(found[9])
     what = "access token" if kind is _ACCESS else "API key"
     if not active:
         raise ApiError(
@@ -111,9 +115,11 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     # The account's simulated clock (admin API) holds for the rest of the request.
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
     if kind is _KEYS:
-        caller = Caller(account_id, principal_id, is_admin, key_id, restriction, bool(faults))
+        caller = Caller(
+            account_id, principal_id, is_admin, key_id, restriction, bool(faults), subscribed
+        )
         return {"sub": principal_id, "caller": caller}
-    scopes, expires_at, revoked_at = found[9:12]
+    scopes, expires_at, revoked_at = found[10:13]
     problem = unusable(key_id, expires_at, revoked_at)
     if problem is not None:
         raise ApiError(
@@ -129,6 +135,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         None,
         restriction,
         bool(faults),
+        subscribed,
         access_token_id=key_id,
         scopes=frozenset(scopes or ()),
     )
@@ -158,6 +165,12 @@ def _aware(value: Any) -> datetime:
 # The credential's key or token and its owner under aliases: a carried row may be an API key,
 # an access token or a principal (a bot user) too.
 _OWNER = aliased(Principal, name="owner")
+# Whether the account has event subscriptions: an index probe in the same statement.
+# (Aliased: a GET of a subscription reads its row in the same statement.)
+_PROBE = aliased(EventSubscription, name="subscription_probe")
+_SUBSCRIBED = (
+    exists().where(col(_PROBE.account_id) == col(Account.id)).correlate(Account).label("subscribed")
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,6 +195,7 @@ def _credential(model: type[ApiKey] | type[AccessToken], *extra: str) -> _Kind:
         col(Account.clock_offset_seconds),
         col(Account.api_restriction),
         col(Account.fault_rules),
+        _SUBSCRIBED,
         *(col(getattr(key, name)) for name in extra),
     ]
     statement = (
@@ -246,6 +260,11 @@ _caller: ContextVar[Caller | None] = ContextVar("tunnelgw_caller", default=None)
 def activate(found: Caller) -> None:
     """Make `found` the caller of the current request (its task and the tasks it starts)."""
     _caller.set(found)
+
+
+def current() -> Caller | None:
+    """The caller of the current request; None outside one (a fixture load, the CLI)."""
+    return _caller.get()
 
 
 def caller() -> Caller:

@@ -29,7 +29,7 @@ from tunnelgw.models.event_source import of_subscription
 from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
-from tunnelgw.services import edges, faults
+from tunnelgw.services import auth, edges, faults
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
@@ -157,16 +157,32 @@ class EventObserver:
         return model in models
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
-        if row.__model__ in _PARENTS or kind_of(row) is None:
+        if row.__model__ in _PARENTS or kind_of(row) is None or _quiet(row.account_id):
             return None
         return await render(unit, row)
 
     async def changed(self, unit: Unit, changes: Changes) -> None:
+        rows = [*changes.created, *changes.updated, *(row for row, _ in changes.deleted)]
+        if all(_quiet(row.account_id) and row.__model__ not in _ROUTING for row in rows):
+            return
         by_account: dict[str, list[_Change]] = {}
         for change in await _net(unit, changes):
             by_account.setdefault(change.row.account_id, []).append(change)
         for account_id, found in by_account.items():
             await _fire(unit, account_id, found)
+
+
+# The rows events are routed by: a unit that writes them (the account's first subscription)
+# fires as it would with subscriptions before it.
+_ROUTING = frozenset((EventSubscription, EventSource, EventSubscriptionDestination))
+
+
+def _quiet(account_id: str) -> bool:
+    """Whether the changes of the account fire nothing: it is the caller's, which had no
+    event subscriptions when the request's credential was checked (a subscription made
+    meanwhile counts from the account's next request on)."""
+    caller = auth.current()
+    return caller is not None and caller.account_id == account_id and not caller.subscriptions
 
 
 async def _net(unit: Unit, changes: Changes) -> list[_Change]:

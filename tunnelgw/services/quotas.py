@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, literal, select
+from sqlalchemy import bindparam, delete, func, insert, literal, select, update
 from sqlmodel import col
 
 from tunnelgw.core import settings
@@ -64,6 +64,28 @@ def kind_of(model: type[AccountScoped]) -> str:
     return name
 
 
+_BUMP = Query(
+    update(QuotaUsage)
+    .where(col(QuotaUsage.account_id) == bindparam("account"))
+    .where(col(QuotaUsage.kind) == bindparam("kind"))
+    .where(col(QuotaUsage.bound) < bindparam("quota"))
+    .values(bound=col(QuotaUsage.bound) + 1)
+    .returning(col(QuotaUsage.bound))
+)
+_SET = Query(
+    update(QuotaUsage)
+    .where(col(QuotaUsage.account_id) == bindparam("account"))
+    .where(col(QuotaUsage.kind) == bindparam("kind"))
+    .values(bound=bindparam("bound"))
+    .returning(col(QuotaUsage.bound))
+)
+_NEW = Query(
+    insert(QuotaUsage).values(
+        account_id=bindparam("account"), kind=bindparam("kind"), bound=bindparam("bound")
+    )
+)
+
+
 async def admit(
     unit: Unit,
     model: type[AccountScoped],
@@ -73,22 +95,17 @@ async def admit(
 ) -> None:
     """Let one more row of `model` into the account, or raise ApiError(409
     ERR_QUOTA_EXCEEDED) when it holds `limit` (default: the settings' quota of its kind)
-    already. Holds the account's lock to the end of the write unit `unit`."""
+    already. Holds the account's lock to the end of the write unit `unit`.
+
+    One statement while the bound is below the quota (raised by one where it is); else the
+    rows are counted and the count, plus the row admitted, becomes the bound."""
     kind = kind_of(model)
     quota = settings.current().quota(kind) if limit is None else limit
     await take_turn(unit, account_id)
-    usage = await unit.get(QuotaUsage, (account_id, kind))
-    if usage is None or usage.bound >= quota:
-        held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()
-        if held < quota:
-            if usage is None:
-                usage = QuotaUsage.new(account_id=account_id, kind=kind, bound=held)
-                unit.add(usage)
-                await unit.flush()  # tracked from now on: a second admit in `unit` finds it
-            else:
-                usage.bound = held
-    else:
-        held = usage.bound
+    params: dict[str, Any] = {"account": account_id, "kind": kind, "quota": quota}
+    if (await unit.exec(_BUMP, params)).first() is not None:
+        return
+    held = (await unit.exec(_count(model), {"account": account_id, "cap": quota})).one()
     if held >= quota:
         where = (
             " (the server's quota: TUNNELGW_QUOTA_DEFAULT, TUNNELGW_QUOTAS)"
@@ -101,8 +118,9 @@ async def admit(
             kind=kind,
             quota=str(quota),
         )
-    assert usage is not None  # made or read above whenever the row is admitted
-    usage.bound += 1
+    params["bound"] = held + 1
+    if (await unit.exec(_SET, params)).first() is None:
+        await unit.exec(_NEW, params)
 
 
 async def add(unit: Unit, row: Any) -> None:
