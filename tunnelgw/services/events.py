@@ -157,13 +157,13 @@ class EventObserver:
         return model in models
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
-        if row.__model__ in _PARENTS or kind_of(row) is None or _quiet(row.account_id):
+        if row.__model__ in _PARENTS or kind_of(row) is None or _quiet(row):
             return None
         return await render(unit, row)
 
     async def changed(self, unit: Unit, changes: Changes) -> None:
         rows = [*changes.created, *changes.updated, *(row for row, _ in changes.deleted)]
-        if all(_quiet(row.account_id) and row.__model__ not in _ROUTING for row in rows):
+        if all(_quiet(row) and row.__model__ not in _ROUTING for row in rows):
             return
         by_account: dict[str, list[_Change]] = {}
         for change in await _net(unit, changes):
@@ -177,12 +177,16 @@ class EventObserver:
 _ROUTING = frozenset((EventSubscription, EventSource, EventSubscriptionDestination))
 
 
-def _quiet(account_id: str) -> bool:
-    """Whether the changes of the account fire nothing: it is the caller's, which had no
+def _quiet(row: Record) -> bool:
+    """Whether the change of `row` fires nothing: its account is the caller's, which had no
     event subscriptions when the request's credential was checked (a subscription made
     meanwhile counts from the account's next request on)."""
     caller = auth.current()
-    return caller is not None and caller.account_id == account_id and not caller.subscriptions
+    return (
+        caller is not None
+        and not caller.subscriptions
+        and getattr(row, "account_id", None) == caller.account_id
+    )
 
 
 async def _net(unit: Unit, changes: Changes) -> list[_Change]:
