@@ -88,7 +88,28 @@ def spec_validator() -> SpecValidator:
 LIVE_WORKERS = int(os.environ.get("TUNNELGW_TEST_LIVE_WORKERS") or 0)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+ON_POSTGRESQL = os.environ.get("TUNNELGW_TEST_ENGINE") == "postgresql"
+# Folders whose tests reach the engine under test only through the `settings` fixture (the
+# others start servers that read TUNNELGW_TEST_* themselves).
+SETTINGS_ONLY = ("tests/unit/", "tests/install/")
+
+
+def _one_engine(item: pytest.Item) -> bool:
+    """Whether `item` proves nothing more on PostgreSQL than on SQLite: marked `one_engine`,
+    or a unit or install test that never asks for the database (`settings`)."""
+    if "one_engine" in item.keywords:
+        return True
+    path = item.nodeid.split("::", 1)[0]
+    uses_database = "settings" in getattr(item, "fixturenames", ())
+    return path.startswith(SETTINGS_ONLY) and not uses_database
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ON_POSTGRESQL:  # the SQLite run has them; here they would only repeat themselves
+        left_out = [item for item in items if _one_engine(item)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not _one_engine(item)]
     if LIVE_WORKERS:
         skip = pytest.mark.skip(reason="reaches into the app; live-server mode")
         for item in items:

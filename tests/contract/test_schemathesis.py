@@ -161,6 +161,13 @@ def hypothesis_crashes(junit: Path) -> list[str]:
     return crashed
 
 
+# The runs take turns on as many processes as the suite has (pytest-xdist, `--dist
+# loadgroup`): the main run and the test that shares its server on one, the others beside it.
+MAIN_RUN = pytest.mark.xdist_group("contract-main")
+SIDE_RUN = pytest.mark.xdist_group("contract-side")
+
+
+@MAIN_RUN
 def test_schemathesis_all_checks_all_phases(
     server: tuple[str, accounts.Credentials, Path], tmp_path: Path
 ) -> None:
@@ -216,6 +223,7 @@ def test_schemathesis_all_checks_all_phases(
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
 
 
+@pytest.mark.one_engine
 def test_hypothesis_crashes_are_told_from_our_failures(tmp_path: Path) -> None:
     def junit(*cases: str) -> Path:
         path = tmp_path / "junit.xml"
@@ -234,6 +242,8 @@ def test_hypothesis_crashes_are_told_from_our_failures(tmp_path: Path) -> None:
     assert hypothesis_crashes(junit(("PUT /b", engine + ours))) == []
 
 
+@MAIN_RUN
+@pytest.mark.one_engine
 def test_a_wrong_token_fails_the_run(server: tuple[str, accounts.Credentials, Path]) -> None:
     base, _, _ = server
     result = _schemathesis(
@@ -289,6 +299,7 @@ checks.positive_data_acceptance.enabled = false
 """
 
 
+@SIDE_RUN
 def test_schemathesis_admin_api(
     tmp_path_factory: pytest.TempPathFactory, settings: Settings
 ) -> None:
@@ -327,6 +338,8 @@ def test_schemathesis_admin_api(
         assert "Selected: 15/" in result.stdout, result.stdout[-3000:]
 
 
+@SIDE_RUN
+@pytest.mark.one_engine  # the profile renders the errors the main run causes on each engine
 def test_schemathesis_platform_profile(
     tmp_path_factory: pytest.TempPathFactory, settings: Settings
 ) -> None:
