@@ -105,7 +105,7 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
     from tunnelgw.http.app import create_app
     from tunnelgw.http.pipeline.operation import OperationMiddleware
     from tunnelgw.http.validation import Compiled
-    from tunnelgw.schema import migrate
+    from tunnelgw.migrations import migrate
 
     settings = Settings(data_dir=tmp_path, admin_api=True)  # every operation served
     migrate.upgrade(settings.resolved_database_url())

@@ -64,7 +64,7 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         import tunnelgw.http.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
             importlib.import_module(f"tunnelgw.handlers.{{path.stem}}")
-        lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
+        lazy = ("cryptography", "tunnelgw.seeding", "alembic", "cel", "urllib3")
         lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]
         # Stand-ins until first use: requests, httpx, Jinja2 and the Starlette modules of both.

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     # account operations.
     operator_token: SecretStr | None = None
     # A directory of fixture and snapshot files `tunnelgw serve` loads at start, in name
-    # order, once per data directory (tunnelgw.fixtures.seeddir, docs/fixtures.md).
+    # order, once per data directory (tunnelgw.seeding.seeddir, docs/fixtures.md).
     seed_dir: Path | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 LOCK_ID = 0x7475_6E6E  # "tunn": the advisory lock key of tunnelgw migrations
-# The newest revision in migrations/versions (a unit test keeps it equal to Alembic's head):
+# The newest revision in versions/ (a unit test keeps it equal to Alembic's head):
 # start-up compares the database with it without importing Alembic.
 HEAD = "0020"
 
@@ -49,7 +49,7 @@ def _config() -> Config:
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(Path(__file__).parent))
     return config
 
 
