@@ -81,8 +81,8 @@ def test_every_operation_documents_the_shared_error_statuses(path, method, op):
 
 
 def test_connexion_accepts_the_spec():
-    """The app skips Connexion's spec check at start-up (tunnelgw.http.app._shipped_spec); here
-    it runs, on the spec as the app serves it."""
+    """The app skips Connexion's spec check at start-up (tunnelgw.http.workarounds.shipped_spec);
+    here it runs, on the spec as the app serves it."""
     from connexion.exceptions import InvalidSpecification
     from connexion.spec import OpenAPISpecification
 
