@@ -203,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _settings() -> Settings:
-    return Settings()
+    settings = Settings()
+    quotas.check_kinds(settings)
+    return settings
 
 
 def _with_database(work: Callable[[Database], Awaitable[Any]], *, isolated: bool = False) -> Any:

@@ -35,6 +35,7 @@ from tunnelgw.http.pipeline.parameters import VERSION_HEADER
 from tunnelgw.http.rendering import ErrorRenderer
 from tunnelgw.http.state import AppState
 from tunnelgw.rules import cidrs
+from tunnelgw.services import quotas
 from tunnelgw.storage import db
 
 HANDLERS = pipeline.HANDLERS_PACKAGE
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     """A ready-to-serve ASGI app with its own settings, database (connections open on first
     use) and key-encryption key (loaded when the app starts, or at first use)."""
     settings = settings or Settings()
+    quotas.check_kinds(settings)
     database = db.Database(settings.resolved_database_url(), settings.database_pool_size)
     state = AppState(settings, database)
 
