@@ -66,6 +66,9 @@ class AccountScoped(Row):
     # kind is its table name): a resource the API creates is counted; False for one only
     # fixtures or the platform write.
     QUOTA: ClassVar[bool] = True
+    # The `api:` section of a fixture file whose items go to its create operation (`POST
+    # PATH`), named like its handler module (tunnelgw.seeding.kinds); None: no such section.
+    FIXTURE_SECTION: ClassVar[str | None] = None
 
     id: str = id_field(primary_key=True)
     account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")

@@ -281,7 +281,7 @@ def test_api_sections_need_the_create_operation():
     text = "version: 1\napi:\n" + "".join(f"  {s}: [{{}}]\n" for s in fixture_kinds.API_SECTIONS)
     plan = fixture_plan.build(fixture_schema.parse(text.encode(), "f.yaml"), {"paths": {}})
     assert len(plan.issues) == len(fixture_kinds.API_SECTIONS)
-    assert "this server has no POST /reserved_domains" in str(plan.issues[0])
+    assert any("this server has no POST /reserved_domains" in str(i) for i in plan.issues)
     if missing:
         assert fixture_plan.build(fixture_schema.parse(text.encode(), "f"), spec).issues
 
