@@ -50,7 +50,7 @@ def test_each_stand_in_is_still_needed(name):
     assert done.stdout.strip() == "True", f"{name} is no longer imported: drop its stand-in"
 
 
-def test_connexion_still_checks_every_spec_it_loads():
+def test_connexion_still_checks_every_spec_it_loads(monkeypatch):
     """Connexion checks each spec it loads against the OpenAPI schema, through
     `_validate_spec`, and an app builds several (the API's and a copy per base path), so the
     skip of `workarounds.shipped_spec` still saves time and still takes hold. When Connexion
@@ -69,16 +69,10 @@ def test_connexion_still_checks_every_spec_it_loads():
         OpenAPISpecification(invalid)
     checked: list[object] = []
     check = OpenAPISpecification._validate_spec
-    own = OpenAPISpecification.__dict__.get("_validate_spec")
-    OpenAPISpecification._validate_spec = staticmethod(lambda spec: checked.append(check(spec)))
-    try:
-        valid = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}}
-        OpenAPISpecification(valid).with_base_path("/other")
-    finally:
-        if own is None:
-            del OpenAPISpecification._validate_spec
-        else:
-            OpenAPISpecification._validate_spec = own
+    counting = staticmethod(lambda spec: checked.append(check(spec)))
+    monkeypatch.setattr(OpenAPISpecification, "_validate_spec", counting)
+    valid = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}}
+    OpenAPISpecification(valid).with_base_path("/other")
     assert len(checked) == 2, "Connexion no longer checks each spec it builds: drop the skip"
 
 
