@@ -11,8 +11,8 @@ import httpx
 import orjson
 
 from tunnelgw.core import ids
+from tunnelgw.migrations import migrate
 from tunnelgw.models import HttpResponseBackend
-from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.services.accounts import Credentials
 from tunnelgw.storage import db

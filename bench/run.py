@@ -443,7 +443,7 @@ class Bench:
         data_dir.mkdir()
         db_path = data_dir / "tunnelgw.db"
         url = data.sqlite_url(db_path)
-        from tunnelgw.schema import migrate
+        from tunnelgw.migrations import migrate
 
         migrate.upgrade(url)
         creds = data.create_accounts(url, 2)

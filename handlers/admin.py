@@ -47,24 +47,24 @@ def _admin() -> Caller:
 
 
 async def reset() -> dict[str, Any]:
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     caller = _admin()
-    deleted = await fixtures.reset(db.current(), caller.account_id)
+    deleted = await seeding.reset(db.current(), caller.account_id)
     return {"account_id": caller.account_id, "deleted": deleted}
 
 
 async def load_fixtures(body: Body = None) -> dict[str, Any]:
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     caller = _admin()
     app_state = state.active()
     assert app_state is not None  # requests run under their app's state
     try:
-        return await fixtures.load_document(
+        return await seeding.load_document(
             app_state, bodies.raw_body.get(), FIXTURE_NAME, caller.account_id
         )
-    except fixtures.FixtureError as exc:
+    except seeding.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.
         raise _fixture_error(exc) from None
 
@@ -83,14 +83,14 @@ def _account(account: Account) -> dict[str, Any]:
 
 
 async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     body = body or {}
     plan = None
     if body.get(ACCOUNT_FIXTURE) is not None:
         try:  # checked before anything is written: a bad document creates no account
-            plan, text = fixtures.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
-        except fixtures.FixtureError as exc:
+            plan, text = seeding.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
+        except seeding.FixtureError as exc:
             raise _fixture_error(exc) from None
     async with db.write() as unit:
         created = await accounts.create_account_with_admin(unit, body.get("name") or "")
@@ -106,10 +106,10 @@ async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
         app_state = state.active()
         assert app_state is not None  # requests run under their app's state
         try:
-            answer["fixture"] = await fixtures.load_plan(
+            answer["fixture"] = await seeding.load_plan(
                 app_state, plan, text, created.account_id, once=False
             )
-        except fixtures.FixtureError as exc:
+        except seeding.FixtureError as exc:
             await _drop(created.account_id)  # the account with the document, or none
             raise _fixture_error(exc, written=False) from None
         except BaseException:

@@ -8,7 +8,7 @@ from connexion.lifecycle import ConnexionResponse
 
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import metrics
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.storage import db
 
 

@@ -1,4 +1,6 @@
-"""SQLModel tables, one module per table; importing this package registers them all."""
+"""SQLModel tables, one module per table; importing this package registers them all, and
+derives from the tables' declarations what lists every resource of a kind (`RESOURCES`,
+`QUOTA_KINDS`)."""
 
 from tunnelgw.models.abuse_report import AbuseReport
 from tunnelgw.models.access_token import AccessToken
@@ -8,6 +10,7 @@ from tunnelgw.models.ai_gateway_api_key import AiGatewayApiKey
 from tunnelgw.models.api_key import ApiKey
 from tunnelgw.models.application_session import ApplicationSession
 from tunnelgw.models.application_user import ApplicationUser
+from tunnelgw.models.base import AccountScoped
 from tunnelgw.models.certificate_authority import CertificateAuthority
 from tunnelgw.models.credential import Credential
 from tunnelgw.models.edge import Edge
@@ -44,6 +47,8 @@ from tunnelgw.models.vault import Vault
 from tunnelgw.models.vault_secret import VaultSecret
 
 __all__ = [
+    "QUOTA_KINDS",
+    "RESOURCES",
     "AbuseReport",
     "AccessToken",
     "Account",
@@ -89,3 +94,19 @@ __all__ = [
     "Vault",
     "VaultSecret",
 ]
+
+
+def _tables(base: type[AccountScoped]) -> list[type[AccountScoped]]:
+    found = [base] if hasattr(base, "__table__") else []
+    for sub in base.__subclasses__():
+        found.extend(_tables(sub))
+    return found
+
+
+# Every table of an account's resources, by table name: what the lists of resources derive
+# from (a resource declares itself in its model: PREFIX, PATH, EVENT_KIND, QUOTA, ...).
+RESOURCES: tuple[type[AccountScoped], ...] = tuple(
+    sorted(_tables(AccountScoped), key=lambda model: str(model.__tablename__))
+)
+# The kinds of rows the per-account quotas count (their table names; settings `quotas`).
+QUOTA_KINDS = frozenset(str(model.__tablename__) for model in RESOURCES if model.QUOTA)

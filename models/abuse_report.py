@@ -26,6 +26,7 @@ class AbuseReport(AccountScoped, table=True):
     __table_args__ = (Index("ix_abuse_report_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "abrp"
     PATH: ClassVar[str] = "/abuse_reports"
+    FIXTURE_SECTION: ClassVar[str | None] = "abuse_reports"
     # to_api() reads the clock (the statuses move with it): never a cached rendering.
     CACHED_RENDERING: ClassVar[bool] = False
 

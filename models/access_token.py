@@ -20,6 +20,7 @@ class AccessToken(DescribedResource, Owned, table=True):
     __table_args__ = (Index("ix_access_token_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "pat"
     PATH: ClassVar[str] = "/access_tokens"
+    FIXTURE_SECTION: ClassVar[str | None] = "access_tokens"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api() without a token: the row and base URL
 
     token_hash: str = Field(

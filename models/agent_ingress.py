@@ -21,6 +21,7 @@ class AgentIngress(DescribedResource, CertManaged, table=True):
     PREFIX: ClassVar[str] = "agin"
     EVENT_KIND: ClassVar[str | None] = "agent_ingress"
     PATH: ClassVar[str] = "/agent_ingresses"
+    FIXTURE_SECTION: ClassVar[str | None] = "agent_ingresses"
 
     domain: str = Field(sa_type=String(253))  # lower case
     ns_targets: list[str] = Field(default_factory=list, sa_type=JSON)

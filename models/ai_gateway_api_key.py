@@ -30,6 +30,7 @@ class AiGatewayApiKey(DescribedResource, table=True):
     __table_args__ = (Index("ix_ai_gateway_api_key_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "aigk"
     PATH: ClassVar[str] = "/ai_gateway_api_keys"
+    FIXTURE_SECTION: ClassVar[str | None] = "ai_gateway_api_keys"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     token_hash: str = Field(

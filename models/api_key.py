@@ -16,6 +16,7 @@ class ApiKey(DescribedResource, Owned, table=True):
     PREFIX: ClassVar[str] = "ak"
     EVENT_KIND: ClassVar[str | None] = "api_key"
     PATH: ClassVar[str] = "/api_keys"
+    FIXTURE_SECTION: ClassVar[str | None] = "api_keys"
 
     token_hash: str = Field(
         max_length=64,

@@ -77,6 +77,7 @@ class ApplicationSession(AccountScoped, table=True):
     PREFIX: ClassVar[str] = "appses"
     EVENT_KIND: ClassVar[str | None] = "application_session"
     PATH: ClassVar[str] = "/app/sessions"
+    QUOTA: ClassVar[bool] = False
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     public_url: str = Field(default="", sa_type=Text)

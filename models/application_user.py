@@ -19,6 +19,7 @@ class ApplicationUser(AccountScoped, table=True):
     PREFIX: ClassVar[str] = "appusr"
     EVENT_KIND: ClassVar[str | None] = "application_user"
     PATH: ClassVar[str] = "/app/users"
+    QUOTA: ClassVar[bool] = False
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     identity_provider_name: str = Field(default="", sa_type=Text)

@@ -62,6 +62,13 @@ class AccountScoped(Row):
     # The kind in the event type catalog (`<kind>_created.v0`, ...) whose events a change of
     # a row fires (tunnelgw.services.events); None: its changes fire none.
     EVENT_KIND: ClassVar[str | None] = None
+    # Whether the per-account quotas count its rows (settings `quota_default`, `quotas`; the
+    # kind is its table name): a resource the API creates is counted; False for one only
+    # fixtures or the platform write.
+    QUOTA: ClassVar[bool] = True
+    # The `api:` section of a fixture file whose items go to its create operation (`POST
+    # PATH`), named like its handler module (tunnelgw.seeding.kinds); None: no such section.
+    FIXTURE_SECTION: ClassVar[str | None] = None
 
     id: str = id_field(primary_key=True)
     account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")

@@ -17,6 +17,7 @@ class CertificateAuthority(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ca"
     EVENT_KIND: ClassVar[str | None] = "certificate_authority"
     PATH: ClassVar[str] = "/certificate_authorities"
+    FIXTURE_SECTION: ClassVar[str | None] = "certificate_authorities"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # The normalised PEM; the other columns are derived from it once, at upload.

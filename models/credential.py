@@ -18,6 +18,7 @@ class Credential(DescribedResource, Owned, table=True):
     PREFIX: ClassVar[str] = "cr"
     EVENT_KIND: ClassVar[str | None] = "credential"
     PATH: ClassVar[str] = "/credentials"
+    FIXTURE_SECTION: ClassVar[str | None] = "credentials"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api() without a token: the row and base URL
 
     token_hash: str = Field(

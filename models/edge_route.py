@@ -39,6 +39,7 @@ class EdgeRoute(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "edghtsrt"
     EVENT_KIND: ClassVar[str | None] = "https_edge_route"
     PATH: ClassVar[str] = "/edges/https"
+    QUOTA: ClassVar[bool] = False
 
     edge_id: str = id_field()
     match_type: str = Field(default="path_prefix", sa_type=String(16))  # or exact_path

@@ -29,6 +29,7 @@ class Endpoint(AccountScoped, table=True):
     PREFIX: ClassVar[str] = "ep"
     EVENT_KIND: ClassVar[str | None] = "endpoint"
     PATH: ClassVar[str] = "/endpoints"
+    FIXTURE_SECTION: ClassVar[str | None] = "endpoints"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     updated_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)

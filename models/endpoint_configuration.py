@@ -16,6 +16,7 @@ class EndpointConfiguration(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ec"
     EVENT_KIND: ClassVar[str | None] = "endpoint_configuration"
     PATH: ClassVar[str] = "/endpoint_configurations"
+    QUOTA: ClassVar[bool] = False
 
     type: str = Field(default="https", sa_type=String(8))  # http or https
 

@@ -19,6 +19,7 @@ class EventDelivery(AccountScoped, table=True):
     __table_args__ = (Index("ix_event_delivery_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "evd"
     PATH: ClassVar[str] = "/_admin/events"
+    QUOTA: ClassVar[bool] = False
 
     event_id: str = Field(sa_type=ID_TYPE)
     event_type: str = Field(sa_type=String(128))

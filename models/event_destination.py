@@ -19,6 +19,7 @@ class EventDestination(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ed"
     EVENT_KIND: ClassVar[str | None] = "event_destination"
     PATH: ClassVar[str] = "/event_destinations"
+    FIXTURE_SECTION: ClassVar[str | None] = "event_destinations"
 
     format: str = Field(default="json", sa_type=String(16))
     # `{kind: {...}}` with the credential blanked to "" (tunnelgw.rules.event_targets).

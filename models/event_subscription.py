@@ -20,6 +20,7 @@ class EventSubscription(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "esb"
     EVENT_KIND: ClassVar[str | None] = "event_subscription"
     PATH: ClassVar[str] = "/event_subscriptions"
+    FIXTURE_SECTION: ClassVar[str | None] = "event_subscriptions"
 
     def to_api(
         self, sources: Iterable[Any] = (), destination_ids: Iterable[str] = ()

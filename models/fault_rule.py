@@ -19,6 +19,7 @@ class FaultRule(AccountScoped, table=True):
     __tablename__ = "fault_rule"
     PREFIX: ClassVar[str] = "flt"
     PATH: ClassVar[str] = "/_admin/faults"
+    QUOTA: ClassVar[bool] = False
     __table_args__ = (Index("ix_fault_rule_account_operation", "account_id", "operation"),)
 
     operation: str = Field(sa_type=String(128))  # an operationId of the spec, or DELIVER

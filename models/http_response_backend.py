@@ -16,6 +16,7 @@ class HttpResponseBackend(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "bkdhr"
     EVENT_KIND: ClassVar[str | None] = "http_response_backend"
     PATH: ClassVar[str] = "/backends/http_response"
+    FIXTURE_SECTION: ClassVar[str | None] = "http_response_backends"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     body: str = Field(default="", sa_type=Text)

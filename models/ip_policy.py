@@ -16,6 +16,7 @@ class IpPolicy(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ipp"
     EVENT_KIND: ClassVar[str | None] = "ip_policy"
     PATH: ClassVar[str] = "/ip_policies"
+    FIXTURE_SECTION: ClassVar[str | None] = "ip_policies"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     def to_api(self) -> dict[str, Any]:

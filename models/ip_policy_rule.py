@@ -19,6 +19,7 @@ class IpPolicyRule(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ipx"
     EVENT_KIND: ClassVar[str | None] = "ip_policy_rule"
     PATH: ClassVar[str] = "/ip_policy_rules"
+    FIXTURE_SECTION: ClassVar[str | None] = "ip_policy_rules"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     ip_policy_id: str = id_field(foreign_key="ip_policy.id", ondelete="CASCADE", index=True)

@@ -26,6 +26,7 @@ class IpRestriction(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ipr"
     EVENT_KIND: ClassVar[str | None] = "ip_restriction"
     PATH: ClassVar[str] = "/ip_restrictions"
+    FIXTURE_SECTION: ClassVar[str | None] = "ip_restrictions"
 
     type: str = Field(sa_type=String(16))
     enforced: bool = False

@@ -21,6 +21,7 @@ class KubernetesOperator(DescribedResource, table=True):
     __table_args__ = (Index("ix_kubernetes_operator_account_id_id", "account_id", "id"),)
     PREFIX: ClassVar[str] = "k8sop"
     PATH: ClassVar[str] = "/kubernetes_operators"
+    FIXTURE_SECTION: ClassVar[str | None] = "kubernetes_operators"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     updated_at: datetime = Field(default_factory=timefmt.utcnow, sa_type=TIMESTAMP)

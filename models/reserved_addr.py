@@ -24,6 +24,7 @@ class ReservedAddr(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "ra"
     EVENT_KIND: ClassVar[str | None] = "reserved_addr"
     PATH: ClassVar[str] = "/reserved_addrs"
+    FIXTURE_SECTION: ClassVar[str | None] = "reserved_addrs"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     host: str = Field(sa_type=String(253))  # lower case

@@ -27,6 +27,7 @@ class ReservedDomain(DescribedResource, CertManaged, table=True):
     PREFIX: ClassVar[str] = "rd"
     EVENT_KIND: ClassVar[str | None] = "reserved_domain"
     PATH: ClassVar[str] = "/reserved_domains"
+    FIXTURE_SECTION: ClassVar[str | None] = "reserved_domains"
 
     domain: str = Field(sa_type=String(253))  # lower case
     region: str = Field(default="us", sa_type=String(8))

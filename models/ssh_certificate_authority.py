@@ -16,6 +16,7 @@ class SshCertificateAuthority(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "sshca"
     EVENT_KIND: ClassVar[str | None] = "ssh_certificate_authority"
     PATH: ClassVar[str] = "/ssh_certificate_authorities"
+    FIXTURE_SECTION: ClassVar[str | None] = "ssh_certificate_authorities"
 
     public_key: str = Field(sa_type=Text)
     key_type: str = Field(sa_type=String(16))

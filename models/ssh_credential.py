@@ -18,6 +18,7 @@ class SshCredential(DescribedResource, Owned, table=True):
     PREFIX: ClassVar[str] = "sshcr"
     EVENT_KIND: ClassVar[str | None] = "ssh_credential"
     PATH: ClassVar[str] = "/ssh_credentials"
+    FIXTURE_SECTION: ClassVar[str | None] = "ssh_credentials"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     public_key: str = Field(sa_type=Text)

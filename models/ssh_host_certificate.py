@@ -27,6 +27,7 @@ class SshHostCertificate(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "shcrt"
     EVENT_KIND: ClassVar[str | None] = "ssh_host_certificate"
     PATH: ClassVar[str] = "/ssh_host_certificates"
+    FIXTURE_SECTION: ClassVar[str | None] = "ssh_host_certificates"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # No foreign key: expired certificates outlive their CA and keep naming it.

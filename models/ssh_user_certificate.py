@@ -27,6 +27,7 @@ class SshUserCertificate(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "sucrt"
     EVENT_KIND: ClassVar[str | None] = "ssh_user_certificate"
     PATH: ClassVar[str] = "/ssh_user_certificates"
+    FIXTURE_SECTION: ClassVar[str | None] = "ssh_user_certificates"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # No foreign key: expired certificates outlive their CA and keep naming it.

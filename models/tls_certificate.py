@@ -26,6 +26,7 @@ class TlsCertificate(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "cert"
     EVENT_KIND: ClassVar[str | None] = "tls_certificate"
     PATH: ClassVar[str] = "/tls_certificates"
+    FIXTURE_SECTION: ClassVar[str | None] = "tls_certificates"
 
     # The chain as stored (re-encoded PEM, leaf first); the other columns are the leaf's.
     certificate_pem: str = Field(sa_type=Text)

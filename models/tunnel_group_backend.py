@@ -22,6 +22,7 @@ class TunnelGroupBackend(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "bkdtg"
     EVENT_KIND: ClassVar[str | None] = "tunnel_group_backend"
     PATH: ClassVar[str] = "/backends/tunnel_group"
+    FIXTURE_SECTION: ClassVar[str | None] = "tunnel_group_backends"
 
     labels: dict[str, str] = Field(default_factory=dict, sa_type=JSON)
 

@@ -24,6 +24,7 @@ class Vault(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "vault"
     EVENT_KIND: ClassVar[str | None] = "vault"
     PATH: ClassVar[str] = "/vaults"
+    FIXTURE_SECTION: ClassVar[str | None] = "vaults"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     name: str = Field(sa_type=String(64))

@@ -27,6 +27,7 @@ class VaultSecret(DescribedResource, table=True):
     PREFIX: ClassVar[str] = "secret"
     EVENT_KIND: ClassVar[str | None] = "secret"
     PATH: ClassVar[str] = "/vault_secrets"
+    FIXTURE_SECTION: ClassVar[str | None] = "vault_secrets"
     CACHED_RENDERING: ClassVar[bool] = True  # to_api(): the row and base URL only
 
     # RESTRICT: a vault that holds secrets is not deleted (the operation says 409 first).

@@ -30,7 +30,7 @@ from tests.stress.server import Server
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
 from tunnelgw.http.app import create_app, install_defaults, state_of
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.storage import db
 
 MAX_BODY_BYTES = 64 * 1024

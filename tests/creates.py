@@ -15,7 +15,7 @@ from tests.factories import ssh_keygen, tls_upload, x509_certificate
 @dataclass(frozen=True)
 class Create:
     path: str  # the collection; its items are at `path/{id}`
-    kind: str  # the quota kind (tunnelgw.core.settings.QUOTA_KINDS)
+    kind: str  # the quota kind (tunnelgw.models.QUOTA_KINDS)
     # A new valid body, made for a client (a factories.Session) with a temporary directory.
     make: Callable[[Any, Path], dict[str, Any]]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gc
 
-from tunnelgw import standins
+from tunnelgw.http import workarounds
 
 # Before the command line imports Connexion (spawned workers do it in tunnelgw/worker.py).
-standins.defer_unused()
+workarounds.defer_unused()
 
 
 def run() -> int:

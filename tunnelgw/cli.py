@@ -21,7 +21,7 @@ from tunnelgw.core.settings import Settings
 from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
 from tunnelgw.http.logconfig import log_config
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.services import accounts, certstore, quotas
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Database
@@ -204,12 +204,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _settings() -> Settings:
-    return Settings()
+    settings = Settings()
+    quotas.check_kinds(settings)
+    return settings
 
 
 def _with_database(work: Callable[[Database], Awaitable[Any]], *, isolated: bool = False) -> Any:
     """Run `work` on the configured database, migrated to the newest schema first (by a
-    forked child when `isolated`: see tunnelgw.schema.migrate.upgrade)."""
+    forked child when `isolated`: see tunnelgw.migrations.migrate.upgrade)."""
 
     settings = _settings()
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -292,7 +294,7 @@ def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     if settings.seed is not None or settings.seed_dir is not None:
-        from tunnelgw.fixtures import console
+        from tunnelgw.seeding import console
     if settings.seed is not None:
         status = console.load_file(settings, settings.seed, settings.seed_account, once=True)
         if status:
@@ -363,13 +365,13 @@ def _seed(args: argparse.Namespace) -> int:
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     migrate.upgrade(settings.resolved_database_url())
     _prepare_kek(settings)
-    from tunnelgw.fixtures import console
+    from tunnelgw.seeding import console
 
     return console.load_file(settings, args.file, args.account, once=args.once)
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     if not args.yes:
         raise SystemExit(
@@ -379,7 +381,7 @@ def _reset(args: argparse.Namespace) -> int:
 
     async def work(database: Database) -> dict[str, int]:
         try:
-            return await fixtures.reset(database, args.account)
+            return await seeding.reset(database, args.account)
         except LookupError as exc:
             raise SystemExit(f"tunnelgw: {exc}") from None
 

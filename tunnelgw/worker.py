@@ -1,6 +1,6 @@
 """The app factory as `tunnelgw serve` hands it to uvicorn (`tunnelgw.worker:create_app`):
 each server process, the spawned workers of `--workers N` included, imports this module
-first, so the modules the server never runs are deferred (`standins.defer_unused`) before
+first, so the modules the server never runs are deferred (`workarounds.defer_unused`) before
 Connexion is imported.
 
 The cyclic garbage collector is paused from here (and in `tunnelgw serve` from before
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import gc
 
-from tunnelgw import standins
+from tunnelgw.http import workarounds
 
 gc.disable()
-standins.defer_unused()
+workarounds.defer_unused()
 
 from connexion import AsyncApp  # noqa: E402 - after the deferral, on purpose
 

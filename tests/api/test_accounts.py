@@ -100,7 +100,7 @@ def test_without_an_operator_token_the_account_operations_are_refused(tmp_path):
     from tests.openapi_check import SpecValidator
     from tunnelgw.core.settings import Settings
     from tunnelgw.http.app import create_app
-    from tunnelgw.schema import migrate
+    from tunnelgw.migrations import migrate
 
     settings = Settings(data_dir=tmp_path, admin_api=True)
     migrate.upgrade(settings.resolved_database_url())

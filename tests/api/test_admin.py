@@ -62,7 +62,7 @@ def disabled(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     """An in-process app with the admin API off (the default)."""
     from tunnelgw.core.settings import Settings
     from tunnelgw.http.app import create_app
-    from tunnelgw.schema import migrate
+    from tunnelgw.migrations import migrate
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("no-admin"))
     assert settings.admin_api is False

@@ -233,11 +233,11 @@ api:
 
 def test_fixtures_create_bot_users_owning_keys_and_credentials(settings, admin, tmp_path):
     from tests.api.test_fixtures import _reset
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     path = tmp_path / "principals.yaml"
     path.write_text(FIXTURE % ssh_keygen(tmp_path, "ed25519"))
-    summary = fixtures.load(path, settings, admin.creds.account_id)
+    summary = seeding.load(path, settings, admin.creds.account_id)
     labels = summary["labels"]
     assert set(summary["api_key_tokens"]) == {"deployer-key", "paused-key"}
     assert set(summary["credential_tokens"]) == {"agent"}

@@ -17,7 +17,7 @@ from tests.stress.server import Server
 from tunnelgw.core import ids
 from tunnelgw.core.settings import Settings
 from tunnelgw.http.app import create_app, state_of
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.services import accounts
 
 # What differs between two seeded runs: the wall clock, and what a fresh key pair or a

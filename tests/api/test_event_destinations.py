@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tests.factories import assert_error, database_dump, in_dump
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.crypto import keys
-from tunnelgw.fixtures import FixtureError
 from tunnelgw.models import EventDestination
+from tunnelgw.seeding import FixtureError
 from tunnelgw.storage import records
 
 PATH = "/event_destinations"
@@ -273,7 +273,7 @@ def test_fixtures_create_destinations_and_subscriptions_naming_them(
 ):
     path = tmp_path / "destinations.yaml"
     path.write_text(FIXTURE)
-    labels = fixtures.load(path, settings, admin.creds.account_id)["labels"]
+    labels = seeding.load(path, settings, admin.creds.account_id)["labels"]
     subscription = admin.get(f"/event_subscriptions/{labels['audit']}").json()
     assert [ref["id"] for ref in subscription["destinations"]] == sorted(
         [labels["stream"], labels["dd"]]
@@ -288,6 +288,6 @@ def test_fixtures_create_destinations_and_subscriptions_naming_them(
         '  event_subscriptions: [{destination_ids: ["@p"]}]\n'
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(wrong, settings, admin.creds.account_id)
+        seeding.load(wrong, settings, admin.creds.account_id)
     assert not caught.value.written
     assert "event_destination" in caught.value.issues[0].message

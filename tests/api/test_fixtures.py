@@ -15,10 +15,9 @@ import pytest
 from sqlmodel import col, select
 
 from tests.factories import ssh_keygen, x509_certificate
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.core import ids
 from tunnelgw.core.spec import load as load_spec
-from tunnelgw.fixtures import FixtureError
 from tunnelgw.models import (
     ApiKey,
     ApplicationSession,
@@ -34,6 +33,7 @@ from tunnelgw.models import (
     TlsCertificate,
     Tunnel,
 )
+from tunnelgw.seeding import FixtureError
 from tunnelgw.storage.db import Database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
@@ -143,7 +143,7 @@ def _reset(settings, account_id: str) -> dict[str, int]:  # type: ignore[no-unty
     async def run() -> dict[str, int]:
         database = Database(settings.resolved_database_url())
         try:
-            return await fixtures.reset(database, account_id)
+            return await seeding.reset(database, account_id)
         finally:
             await database.dispose()
 
@@ -153,7 +153,7 @@ def _reset(settings, account_id: str) -> dict[str, int]:  # type: ignore[no-unty
 def test_a_file_becomes_rows_and_api_resources(settings, factory, admin, world):
     path, domain = world
     account = admin.creds.account_id
-    summary = fixtures.load(path, settings, account)
+    summary = seeding.load(path, settings, account)
     labels = summary["labels"]
     assert summary["loaded"] is True
     assert summary["account_id"] == account
@@ -281,8 +281,8 @@ def test_one_file_in_two_accounts(settings, factory, admin, other, tmp_path):
           http_response_backends: [{ref: b, body: hi, description: "@t"}]
         """,
     )
-    first = fixtures.load(path, settings, admin.creds.account_id)
-    second = fixtures.load(path, settings, other.creds.account_id)
+    first = seeding.load(path, settings, admin.creds.account_id)
+    second = seeding.load(path, settings, other.creds.account_id)
     assert first["labels"]["t"] != second["labels"]["t"]
     for session, summary in ((admin, first), (other, second)):
         backends = session.get("/backends/http_response").json()["backends"]
@@ -296,8 +296,8 @@ def test_reset_empties_the_account_and_keeps_its_keys(
     settings, factory, admin, other, world, tmp_path
 ):
     path, _ = world
-    fixtures.load(path, settings, admin.creds.account_id)
-    fixtures.load(_world(factory, other, tmp_path)[0], settings, other.creds.account_id)
+    seeding.load(path, settings, admin.creds.account_id)
+    seeding.load(_world(factory, other, tmp_path)[0], settings, other.creds.account_id)
     deleted = _reset(settings, admin.creds.account_id)
     assert deleted["tunnel"] == 2
     assert deleted["tunnel_group_member"] == 1
@@ -327,21 +327,21 @@ def test_reset_of_an_unknown_account(settings):
 def test_once_per_account_and_digest(settings, factory, admin, other, tmp_path):
     path = _write(tmp_path, "version: 1\ntunnels: [{}]\n")
     account = admin.creds.account_id
-    assert fixtures.load(path, settings, account, once=True)["loaded"] is True
-    skipped = fixtures.load(path, settings, account, once=True)
+    assert seeding.load(path, settings, account, once=True)["loaded"] is True
+    skipped = seeding.load(path, settings, account, once=True)
     assert skipped["loaded"] is False
     assert "counts" not in skipped
     assert len(_rows(factory, Tunnel, account)) == 1
-    assert fixtures.load(path, settings, other.creds.account_id, once=True)["loaded"] is True
+    assert seeding.load(path, settings, other.creds.account_id, once=True)["loaded"] is True
     # without `once` it loads again; a changed file is another digest
-    assert fixtures.load(path, settings, account)["loaded"] is True
+    assert seeding.load(path, settings, account)["loaded"] is True
     path.write_text("version: 1\ntunnels: [{}]\n# changed\n")
-    assert fixtures.load(path, settings, account, once=True)["loaded"] is True
+    assert seeding.load(path, settings, account, once=True)["loaded"] is True
     assert len(_rows(factory, Tunnel, account)) == 3
     assert len(_rows(factory, FixtureLoad, account)) == 2
     # after a reset, the file loads again
     _reset(settings, account)
-    assert fixtures.load(path, settings, account, once=True)["loaded"] is True
+    assert seeding.load(path, settings, account, once=True)["loaded"] is True
 
 
 def test_a_refused_api_item_stops_the_load(settings, factory, admin, tmp_path):
@@ -361,7 +361,7 @@ def test_a_refused_api_item_stops_the_load(settings, factory, admin, tmp_path):
     )
     account = admin.creds.account_id
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, account)
+        seeding.load(path, settings, account)
     assert caught.value.written
     (issue,) = caught.value.issues
     assert (issue.line, issue.column) == (6, 39)
@@ -397,14 +397,14 @@ def test_existing_ids_must_be_of_the_account(settings, factory, admin, other, tm
         """,
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, admin.creds.account_id)
+        seeding.load(path, settings, admin.creds.account_id)
     assert [(i.line, i.message) for i in caught.value.issues] == [
         (5, f"no reserved_domain {foreign.id!r} in account {admin.creds.account_id}")
     ]
     assert _rows(factory, Tunnel, admin.creds.account_id) == []
     # with the foreign domain gone, the existing endpoint is used as it is
     path.write_text(path.read_text().replace(f"domain_id: {foreign.id}", "region: eu"))
-    fixtures.load(path, settings, admin.creds.account_id)
+    seeding.load(path, settings, admin.creds.account_id)
     (session,) = _rows(factory, ApplicationSession, admin.creds.account_id)
     assert (session.endpoint_id, session.public_url, session.edge_id) == (
         endpoint.id,
@@ -432,7 +432,7 @@ def test_session_edge_and_route_must_match_the_endpoint(settings, factory, admin
         """,
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, admin.creds.account_id)
+        seeding.load(path, settings, admin.creds.account_id)
     got = [(i.line, i.path[-1], i.message) for i in caught.value.issues]
     assert [g[:2] for g in got] == [(10, "edge_id"), (10, "route_id"), (11, "edge_id")]
     assert got[2][2] == "the session's endpoint is served by a tunnel (no edge)"
@@ -442,7 +442,7 @@ def test_session_edge_and_route_must_match_the_endpoint(settings, factory, admin
 def test_the_example_gives_every_list_operation_items(settings, admin, tmp_path):
     paths = load_spec()["paths"]
     account = admin.creds.account_id
-    summary = fixtures.load(EXAMPLE, settings, account)
+    summary = seeding.load(EXAMPLE, settings, account)
     try:
         labels = summary["labels"]
         for path, operations in paths.items():
@@ -480,7 +480,7 @@ def test_agent_sessions_connect_with_the_credentials_they_name(settings, admin, 
         """,
     )
     try:
-        summary = fixtures.load(path, settings, account)
+        summary = seeding.load(path, settings, account)
         assert summary["counts"]["agent_sessions"] == 2
         session = admin.get(f"/tunnel_sessions/{summary['labels']['s1']}").json()
         assert (session["os"], session["credential"]["id"]) == ("darwin", summary["labels"]["cred"])
@@ -505,7 +505,7 @@ def test_a_refused_agent_session_names_its_position(settings, factory, admin, tm
     account = admin.creds.account_id
     try:
         with pytest.raises(FixtureError) as caught:
-            fixtures.load(path, settings, account)
+            seeding.load(path, settings, account)
         assert caught.value.written
         (issue,) = caught.value.issues
         assert issue.path == ("agent_sessions", 0, "endpoints", 1)
@@ -533,7 +533,7 @@ def test_api_endpoints_are_cloud_endpoints(settings, admin, tmp_path):
           - {{application_user_id: "@bob", endpoint_id: "@front"}}
         """,
     )
-    summary = fixtures.load(path, settings, admin.creds.account_id)
+    summary = seeding.load(path, settings, admin.creds.account_id)
     labels = summary["labels"]
     front = admin.get(f"/endpoints/{labels['front']}").json()
     assert (front["type"], front["url"]) == ("cloud", f"https://{name}.tunnelgw.test")

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from tests.factories import assert_error
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.storage import db
 
 

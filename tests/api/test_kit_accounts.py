@@ -50,7 +50,7 @@ def test_an_account_on_demand_sees_only_itself_and_goes_with_drop(server, tmp_pa
 
 
 def test_a_bad_fixture_is_refused_before_it_is_sent(server, tmp_path):
-    from tunnelgw.fixtures import FixtureError
+    from tunnelgw.seeding import FixtureError
 
     before = len(server.accounts())
     bad = tmp_path / "bad.yaml"

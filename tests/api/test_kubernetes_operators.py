@@ -396,7 +396,7 @@ def test_list_pages_and_filter(admin):
 
 def test_fixtures_register_operators(settings, admin, tmp_path):
     from tests.api.test_fixtures import _reset
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     doc = {
         "version": 1,
@@ -420,7 +420,7 @@ def test_fixtures_register_operators(settings, admin, tmp_path):
     path = tmp_path / "operators.json"
     path.write_text(json.dumps(doc))
     account = admin.creds.account_id
-    summary = fixtures.load(path, settings, account)
+    summary = seeding.load(path, settings, account)
     try:
         labels = summary["labels"]
         made = admin.get(f"{PATH}/{labels['op']}").json()

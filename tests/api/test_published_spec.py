@@ -25,7 +25,7 @@ from tunnelgw.core import spec
 from tunnelgw.core.settings import Settings
 from tunnelgw.http import published
 from tunnelgw.http.app import apply_settings, create_app
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 from tunnelgw.testing import TunnelgwServer
 
 SOURCE = spec.load()

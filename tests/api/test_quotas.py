@@ -16,8 +16,7 @@ from tests.factories import assert_error
 from tunnelgw.core import ids
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.errors import ApiError
-from tunnelgw.core.settings import QUOTA_KINDS
-from tunnelgw.models import HttpResponseBackend
+from tunnelgw.models import QUOTA_KINDS, HttpResponseBackend
 from tunnelgw.services import quotas
 from tunnelgw.storage import db
 

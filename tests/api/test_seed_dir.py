@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import OPERATOR_TOKEN
 from tunnelgw import cli
 from tunnelgw.crypto import keys
-from tunnelgw.fixtures import seeddir
+from tunnelgw.seeding import seeddir
 
 HRB = "/backends/http_response"
 

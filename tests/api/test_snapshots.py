@@ -12,7 +12,7 @@ from sqlmodel import SQLModel
 
 from tests.creates import CREATES
 from tests.factories import assert_error, ssh_keygen
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.spec import load as load_spec
 from tunnelgw.crypto import keys
@@ -40,7 +40,7 @@ def comparable(document: dict[str, Any]) -> bytes:
 def build_world(settings: Any, client: Any, tmp_path: Path) -> dict[str, Any]:
     """The example fixture (every read-only kind) and one of every create; the tokens of
     the API key and tunnel credential made."""
-    fixtures.load(EXAMPLE, settings, client.creds.account_id)
+    seeding.load(EXAMPLE, settings, client.creds.account_id)
     made: dict[str, Any] = {}
     for operation, create in CREATES.items():
         response = create.post(client, tmp_path)

@@ -32,7 +32,7 @@ import httpx
 import pytest
 import yaml
 
-from tunnelgw.fixtures import FixtureError
+from tunnelgw.seeding import FixtureError
 from tunnelgw.testing import TunnelgwError, TunnelgwServer, TunnelgwStartError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -526,7 +526,7 @@ def test_importing_the_plugin_is_cheap():
         import sys
         import tunnelgw.testing.pytest_plugin
         heavy = ("httpx", "pydantic", "sqlalchemy", "connexion", "yaml", "tunnelgw.core",
-                 "tunnelgw.testing.server", "tunnelgw.fixtures")
+                 "tunnelgw.testing.server", "tunnelgw.seeding")
         print(",".join(m for m in heavy if m in sys.modules))
         """
     )

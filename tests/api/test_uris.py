@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.api.test_fixtures import _reset, path_values
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.core.spec import load as load_spec
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
@@ -64,7 +64,7 @@ def _check_named(named: dict[str, Any], body: Any, url: str) -> None:
 
 def test_every_uri_answers_with_the_object_it_names(settings, admin):
     account = admin.creds.account_id
-    summary = fixtures.load(EXAMPLE, settings, account)
+    summary = seeding.load(EXAMPLE, settings, account)
     try:
         labels = summary["labels"]
         # Endpoint configurations are named only by a reserved domain's update.

@@ -270,11 +270,11 @@ api:
 
 def test_fixtures_create_vaults_and_secrets(settings, admin, factory, tmp_path):
     from tests.api.test_fixtures import _reset
-    from tunnelgw import fixtures
+    from tunnelgw import seeding
 
     path = tmp_path / "vaults.yaml"
     path.write_text(FIXTURE)
-    summary = fixtures.load(path, settings, admin.creds.account_id)
+    summary = seeding.load(path, settings, admin.creds.account_id)
     assert "fixture-value" not in str(summary)
     labels = summary["labels"]
     assert summary["counts"] == {"api.vaults": 1, "api.vault_secrets": 2}
@@ -289,8 +289,8 @@ def test_fixtures_create_vaults_and_secrets(settings, admin, factory, tmp_path):
 
 
 def test_a_fixture_secret_must_name_a_vault_item(settings, admin, tmp_path):
-    from tunnelgw import fixtures
-    from tunnelgw.fixtures import FixtureError
+    from tunnelgw import seeding
+    from tunnelgw.seeding import FixtureError
 
     path = tmp_path / "bad.yaml"
     path.write_text(
@@ -298,5 +298,5 @@ def test_a_fixture_secret_must_name_a_vault_item(settings, admin, tmp_path):
         '    - {vault_id: "@p", name: n, value: v}\n'
     )
     with pytest.raises(FixtureError) as raised:
-        fixtures.load(path, settings, admin.creds.account_id)
+        seeding.load(path, settings, admin.creds.account_id)
     assert "label 'p' is a ip_policy; vault_id needs a vault" in str(raised.value)

@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from tests.contract import seed
 from tests.stress.server import Server
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
 from tunnelgw.services import accounts
@@ -99,7 +99,7 @@ def server(
         creds, entries = _contract_account(contract.resolved_database_url())
         # The example world, through the same loader as `tunnelgw seed` (api items via an
         # in-process app), so lists and reads validate real rows of every kind.
-        fixtures.load(EXAMPLE, contract, creds.account_id)
+        seeding.load(EXAMPLE, contract, creds.account_id)
         api = [entry for entry in entries if not entry[0][1].startswith("admin.")]
         yield srv.base, creds, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", api)
 

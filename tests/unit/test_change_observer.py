@@ -12,8 +12,8 @@ from sqlalchemy import delete
 from sqlmodel import col
 
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
+from tunnelgw.migrations import migrate
 from tunnelgw.models import Account, IpPolicy
-from tunnelgw.schema import migrate
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.db import Database
 from tunnelgw.storage.unit import Changes, Unit

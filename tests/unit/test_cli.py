@@ -14,8 +14,8 @@ from sqlmodel import select
 
 from tunnelgw import cli
 from tunnelgw.http import edge
+from tunnelgw.migrations import migrate
 from tunnelgw.models import Account, ApiKey, Principal
-from tunnelgw.schema import migrate
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database
 

@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
 from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.migrations import migrate
 from tunnelgw.models import Account
-from tunnelgw.schema import migrate
 from tunnelgw.storage.db import Database
 
 

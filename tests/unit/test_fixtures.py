@@ -12,17 +12,17 @@ import pytest
 from sqlmodel import select
 
 from tests.factories import x509_certificate
-from tunnelgw import fixtures
+from tunnelgw import seeding
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.settings import Settings
 from tunnelgw.core.spec import load as load_spec
-from tunnelgw.fixtures import FixtureError, loader
-from tunnelgw.fixtures import kinds as fixture_kinds
-from tunnelgw.fixtures import plan as fixture_plan
-from tunnelgw.fixtures import rows as fixture_rows
-from tunnelgw.fixtures import schema as fixture_schema
+from tunnelgw.migrations import migrate
 from tunnelgw.models import Edge, FixtureLoad, Tunnel
-from tunnelgw.schema import migrate
+from tunnelgw.seeding import FixtureError, loader
+from tunnelgw.seeding import kinds as fixture_kinds
+from tunnelgw.seeding import plan as fixture_plan
+from tunnelgw.seeding import rows as fixture_rows
+from tunnelgw.seeding import schema as fixture_schema
 from tunnelgw.services import accounts
 from tunnelgw.storage.db import Database
 
@@ -32,12 +32,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "example.yaml"
 def problems(text: str, file: str = "f.yaml") -> list[str]:
     """The issue lines of a file that must be refused."""
     with pytest.raises(FixtureError) as caught:
-        fixtures.check(textwrap.dedent(text).encode(), file)
+        seeding.check(textwrap.dedent(text).encode(), file)
     return [str(issue) for issue in caught.value.issues]
 
 
 def test_a_valid_file_gives_a_plan_with_labels_kinds_and_ids():
-    plan = fixtures.check(
+    plan = seeding.check(
         b"""version: 1
 tunnels:
   - {ref: t1, metadata: '{"a": 1}'}
@@ -102,13 +102,13 @@ def test_missing_version_points_at_the_document():
 )
 def test_unparsable_files(text, expected):
     with pytest.raises(FixtureError) as caught:
-        fixtures.check(text.encode(), "f.yaml")
+        seeding.check(text.encode(), "f.yaml")
     assert str(caught.value).startswith(expected)
 
 
 def test_not_utf8():
     with pytest.raises(FixtureError, match="not UTF-8"):
-        fixtures.check(b"version: 1\n\xff", "f.yaml")
+        seeding.check(b"version: 1\n\xff", "f.yaml")
 
 
 def test_labels_unknown_duplicate_and_wrong_kind():
@@ -281,7 +281,7 @@ def test_api_sections_need_the_create_operation():
     text = "version: 1\napi:\n" + "".join(f"  {s}: [{{}}]\n" for s in fixture_kinds.API_SECTIONS)
     plan = fixture_plan.build(fixture_schema.parse(text.encode(), "f.yaml"), {"paths": {}})
     assert len(plan.issues) == len(fixture_kinds.API_SECTIONS)
-    assert "this server has no POST /reserved_domains" in str(plan.issues[0])
+    assert any("this server has no POST /reserved_domains" in str(i) for i in plan.issues)
     if missing:
         assert fixture_plan.build(fixture_schema.parse(text.encode(), "f"), spec).issues
 
@@ -353,7 +353,7 @@ def test_a_bad_file_writes_nothing(database, tmp_path):
         " tunnel_id: tn_012345678901234567890123456}\n"
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, account)
+        seeding.load(path, settings, account)
     assert [str(i) for i in caught.value.issues] == [
         f"{path}:5:70: $.endpoints[0].tunnel_id: no tunnel "
         f"'tn_012345678901234567890123456' in account {account}"
@@ -371,7 +371,7 @@ def test_unknown_account(database, tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text("version: 1\ntunnels: [{}]\n")
     with pytest.raises(LookupError, match="no account"):
-        fixtures.load(path, settings, "acct_missing")
+        seeding.load(path, settings, "acct_missing")
     assert _count(settings, Tunnel) == 0
 
 
@@ -381,7 +381,7 @@ def test_no_account_with_an_admin(tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text("version: 1\n")
     with pytest.raises(LookupError, match="no account with an admin"):
-        fixtures.load(path, settings)
+        seeding.load(path, settings)
 
 
 def test_api_items_need_an_admin_principal(tmp_path):
@@ -400,7 +400,7 @@ def test_api_items_need_an_admin_principal(tmp_path):
     path = tmp_path / "f.yaml"
     path.write_text("version: 1\ntunnels: [{}]\napi:\n  http_response_backends: [{body: x}]\n")
     with pytest.raises(LookupError, match="has no admin principal"):
-        fixtures.load(path, settings, account)
+        seeding.load(path, settings, account)
 
 
 def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, monkeypatch):
@@ -409,7 +409,7 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
     settings, account = database
     path = tmp_path / "f.yaml"
     path.write_text("version: 1\ntunnels: [{}]\n")
-    fixtures.load(path, settings, account, once=True)
+    seeding.load(path, settings, account, once=True)
     real = loader._phase1
     calls: list[bool] = []
 
@@ -420,10 +420,10 @@ def test_a_concurrent_once_load_of_the_same_file_is_skipped(database, tmp_path, 
         return await real(db, plan, account_id, digest, once)
 
     monkeypatch.setattr(loader, "_phase1", racing)
-    assert fixtures.load(path, settings, account, once=True)["loaded"] is False
+    assert seeding.load(path, settings, account, once=True)["loaded"] is False
     calls.clear()
     with pytest.raises(ApiError):
-        fixtures.load(path, settings, account)  # without once, the conflict is an error
+        seeding.load(path, settings, account)  # without once, the conflict is an error
     assert _count(settings, Tunnel) == 1
 
 
@@ -438,7 +438,7 @@ def test_cloud_endpoints_and_endpoint_principals(database, tmp_path):
         "  - {type: cloud, proto: https, hostport: 'c.test:443', tunnel_id: '@t'}\n"
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, account)
+        seeding.load(path, settings, account)
     assert "a cloud endpoint has no tunnel_id" in str(caught.value.issues[0])
     path.write_text(
         "version: 1\nendpoints:\n"
@@ -446,14 +446,14 @@ def test_cloud_endpoints_and_endpoint_principals(database, tmp_path):
         " principal_id: usr_012345678901234567890123456}\n"
     )
     with pytest.raises(FixtureError) as caught:
-        fixtures.load(path, settings, account)
+        seeding.load(path, settings, account)
     assert "no principal 'usr_012345678901234567890123456'" in str(caught.value.issues[0])
     path.write_text(
         "version: 1\nendpoints:\n"
         "  - {type: cloud, proto: https, hostport: 'c.test:443', name: front, metadata: m,"
         " bindings: [public, internal], pooling_enabled: true}\n"
     )
-    summary = fixtures.load(path, settings, account)
+    summary = seeding.load(path, settings, account)
     assert summary["counts"]["endpoints"] == 1
 
 

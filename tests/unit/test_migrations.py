@@ -24,7 +24,7 @@ from sqlmodel import SQLModel
 import tunnelgw.models  # noqa: F401
 from tests import pgcluster
 from tests.factories import x509_certificate
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,7 +140,7 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
 ISOLATED_UPGRADE = """
 import sys
 import textwrap
-from tunnelgw.schema import migrate
+from tunnelgw.migrations import migrate
 try:
     print(migrate.upgrade(sys.argv[1], isolated=True))
 except migrate.MigrationError as exc:
@@ -490,7 +490,7 @@ def test_the_server_process_keeps_the_migration_stack_out(url):
         f"""
         import sys
         from tunnelgw.storage import db
-        from tunnelgw.schema import migrate
+        from tunnelgw.migrations import migrate
 
         assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # forked child
         assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # read: at head

@@ -73,7 +73,7 @@ def test_serving_loads_neither_generic_name():
     handler, the fixture loader and the migrations' metadata load no module by those names."""
     code = """
 import pathlib, importlib, sys
-import tunnelgw.http.app, tunnelgw.cli, tunnelgw.fixtures.loader, tunnelgw.testing.server
+import tunnelgw.http.app, tunnelgw.cli, tunnelgw.seeding.loader, tunnelgw.testing.server
 for path in pathlib.Path("handlers").glob("*.py"):
     importlib.import_module(f"tunnelgw.handlers.{path.stem}")
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("models", "handlers")))

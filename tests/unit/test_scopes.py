@@ -1,6 +1,6 @@
-"""The scope table (tunnelgw.core.scopes) against the spec: every operation that takes a
-credential names a scope, every scope it names is one a token can hold (or the admin API's
-marker), and the spec's scope enum lists exactly the table's scopes."""
+"""The scope table (tunnelgw.core.scopes, derived from the spec) against the spec: every
+operation that takes a credential names a scope, every scope it names is one a token can hold
+(or the admin API's marker), and the spec's scope enum lists exactly the table's scopes."""
 
 from __future__ import annotations
 

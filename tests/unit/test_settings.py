@@ -97,11 +97,24 @@ def test_quotas(monkeypatch):
     assert settings.quota("reserved_addr") == settings.quota("tls_certificate") == 7
 
 
+@pytest.mark.parametrize("quotas", ["api_keys=3", "tunnel=1,tunnels=3", "application_user=1"])
+def test_quotas_of_unknown_kinds(quotas):
+    """The settings read the syntax; the kinds are the models' (QUOTA_KINDS), checked where the
+    command line reads the settings and where an app is made."""
+    from tunnelgw.http.app import create_app
+    from tunnelgw.services.quotas import check_kinds
+
+    unknown = quotas.rsplit(",", 1)[-1].partition("=")[0]
+    message = f"'{unknown}' is not a kind of resource with a quota"
+    with pytest.raises(ValidationError, match=message):
+        check_kinds(Settings(quotas=quotas))
+    with pytest.raises(ValidationError, match=message):
+        create_app(Settings(quotas=quotas))
+
+
 @pytest.mark.parametrize(
     ("quotas", "message"),
     [
-        ("api_keys=3", "'api_keys' is not a kind of resource with a quota"),
-        ("tunnels=3", "not a kind"),
         ("api_key", "write api_key=N"),
         ("api_key=-1", "write api_key=N"),
         ("api_key=1e3", "write api_key=N"),

@@ -81,8 +81,8 @@ def test_every_operation_documents_the_shared_error_statuses(path, method, op):
 
 
 def test_connexion_accepts_the_spec():
-    """The app skips Connexion's spec check at start-up (tunnelgw.http.app._shipped_spec); here
-    it runs, on the spec as the app serves it."""
+    """The app skips Connexion's spec check at start-up (tunnelgw.http.workarounds.shipped_spec);
+    here it runs, on the spec as the app serves it."""
     from connexion.exceptions import InvalidSpecification
     from connexion.spec import OpenAPISpecification
 
@@ -105,7 +105,7 @@ def test_every_validator_of_every_operation_compiles(tmp_path):
     from tunnelgw.http.app import create_app
     from tunnelgw.http.pipeline.operation import OperationMiddleware
     from tunnelgw.http.validation import Compiled
-    from tunnelgw.schema import migrate
+    from tunnelgw.migrations import migrate
 
     settings = Settings(data_dir=tmp_path, admin_api=True)  # every operation served
     migrate.upgrade(settings.resolved_database_url())

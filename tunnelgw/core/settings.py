@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     # account operations.
     operator_token: SecretStr | None = None
     # A directory of fixture and snapshot files `tunnelgw serve` loads at start, in name
-    # order, once per data directory (tunnelgw.fixtures.seeddir, docs/fixtures.md).
+    # order, once per data directory (tunnelgw.seeding.seeddir, docs/fixtures.md).
     seed_dir: Path | None = None
     # urlsafe base64 of 32 bytes; unset: a key file in the data dir (tunnelgw.crypto.keys).
     key_encryption_key: SecretStr | None = None
@@ -117,12 +117,12 @@ class Settings(BaseSettings):
     seed: Path | None = None
     seed_account: str | None = None
 
-    # Per-account quotas (docs/configuration.md): how many rows of each kind (QUOTA_KINDS) one
-    # account may hold; a create past it is 409 ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart
-    # from `quota_default`, as comma-separated `kind=N` (setting it replaces its default). High
-    # enough that a test suite never meets them; a runaway script does. Reserved addresses are
-    # a pool every account draws from: 1000 leave most of a region's 10000 default ports to
-    # the others.
+    # Per-account quotas (docs/configuration.md): how many rows of each kind (a table name,
+    # tunnelgw.models.QUOTA_KINDS) one account may hold; a create past it is 409
+    # ERR_QUOTA_EXCEEDED. `quotas` sets kinds apart from `quota_default`, as comma-separated
+    # `kind=N` (setting it replaces its default). High enough that a test suite never meets
+    # them; a runaway script does. Reserved addresses are a pool every account draws from:
+    # 1000 leave most of a region's 10000 default ports to the others.
     quota_default: int = Field(default=10000, ge=0, le=1_000_000_000)
     quotas: str = "reserved_addr=1000"
 
@@ -195,7 +195,7 @@ class Settings(BaseSettings):
         return value
 
     def quota(self, kind: str) -> int:
-        """How many rows of `kind` (one of QUOTA_KINDS) one account may hold."""
+        """How many rows of `kind` (one of tunnelgw.models.QUOTA_KINDS) one account may hold."""
         return parse_quotas(self.quotas).get(kind, self.quota_default)
 
     def tcp_host(self, region: str) -> str:
@@ -282,55 +282,16 @@ def token_problem(token: str) -> str | None:
     return None
 
 
-# The kinds of rows the per-account quotas count (their table names; tunnelgw.services.quotas
-# counts them where the create operations insert them).
-QUOTA_KINDS = frozenset(
-    {
-        "abuse_report",
-        "access_token",
-        "agent_ingress",
-        "ai_gateway_api_key",
-        "api_key",
-        "certificate_authority",
-        "credential",
-        "edge",
-        "endpoint",
-        "event_destination",
-        "event_subscription",
-        "http_response_backend",
-        "ip_policy",
-        "ip_policy_rule",
-        "ip_restriction",
-        "kubernetes_operator",
-        "principal",
-        "reserved_addr",
-        "reserved_domain",
-        "ssh_certificate_authority",
-        "ssh_credential",
-        "ssh_host_certificate",
-        "ssh_user_certificate",
-        "tls_certificate",
-        "tunnel",
-        "tunnel_group_backend",
-        "tunnel_session",
-        "vault",
-        "vault_secret",
-    }
-)
-
-
 @functools.cache
 def parse_quotas(value: str) -> dict[str, int]:
     """The per-kind quotas of a `quotas` setting (`kind=N,...`); ValueError names what is
-    wrong (an unknown kind, a number that is not 0..1000000000)."""
+    wrong (a number that is not 0..1000000000). Which kinds there are, the models say: the
+    layers that know them check the names (tunnelgw.services.quotas.check_kinds)."""
     found: dict[str, int] = {}
     for part in value.split(","):
         if not part.strip():
             continue
         kind, sep, number = (piece.strip() for piece in part.partition("="))
-        if kind not in QUOTA_KINDS:
-            known = ", ".join(sorted(QUOTA_KINDS))
-            raise ValueError(f"{kind!r} is not a kind of resource with a quota ({known})")
         if not sep or not number.isascii() or not number.isdigit() or int(number) > 10**9:
             raise ValueError(f"{part.strip()!r}: write {kind}=N, N a whole number 0..1000000000")
         found[kind] = int(number)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
@@ -22,7 +22,6 @@ from connexion.middleware.lifespan import LifespanMiddleware
 from connexion.middleware.server_error import ServerErrorMiddleware
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import RelativeResolver
-from connexion.spec import OpenAPISpecification
 from starlette.exceptions import HTTPException
 
 from tunnelgw.core import ids, platform_errors, spec
@@ -30,12 +29,13 @@ from tunnelgw.core import settings as tunnelgw_settings
 from tunnelgw.core.errors import ApiError
 from tunnelgw.core.settings import Settings
 from tunnelgw.crypto import keys
-from tunnelgw.http import logconfig, middleware, published, routing
+from tunnelgw.http import logconfig, middleware, published, routing, workarounds
 from tunnelgw.http.pipeline import operation as pipeline
 from tunnelgw.http.pipeline.parameters import VERSION_HEADER
 from tunnelgw.http.rendering import ErrorRenderer
 from tunnelgw.http.state import AppState
 from tunnelgw.rules import cidrs
+from tunnelgw.services import quotas
 from tunnelgw.storage import db
 
 HANDLERS = pipeline.HANDLERS_PACKAGE
@@ -132,6 +132,7 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     """A ready-to-serve ASGI app with its own settings, database (connections open on first
     use) and key-encryption key (loaded when the app starts, or at first use)."""
     settings = settings or Settings()
+    quotas.check_kinds(settings)
     database = db.Database(settings.resolved_database_url(), settings.database_pool_size)
     state = AppState(settings, database)
 
@@ -164,28 +165,12 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
     state.app = app
     app.tunnelgw_state = state
     document = apply_settings(spec.load(), settings)
-    with _shipped_spec():
+    with workarounds.shipped_spec():
         app.add_api(document, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     render = ErrorRenderer(document, platform_profile=settings.profile == "platform")
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render.render)
     return app
-
-
-@contextmanager
-def _shipped_spec() -> Iterator[None]:
-    """Connexion validates a spec against the OpenAPI schema each time it loads one, about
-    half of start-up. The spec is the one shipped with the package, which the test suite
-    validates (tests/unit/test_spec.py), so the check is skipped while the app loads it."""
-    own = OpenAPISpecification.__dict__.get("_validate_spec")  # inherited in Connexion 3.3
-    OpenAPISpecification._validate_spec = classmethod(lambda _cls, _spec: None)
-    try:
-        yield
-    finally:
-        if own is None:
-            del OpenAPISpecification._validate_spec
-        else:
-            OpenAPISpecification._validate_spec = own
 
 
 def state_of(app: Any) -> AppState:

@@ -98,7 +98,7 @@ class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
     """The spec's GET and HEAD (`published`), Connexion's Swagger UI; other requests pass
     straight through. Connexion's routes are built at the first request for them: its Swagger
     UI renders its page with Jinja2, which a worker that never serves the docs does not load
-    (`standins.defer_unused` defers it)."""
+    (`workarounds.defer_unused` defers it)."""
 
     def __init__(self, app: Any, *, published: PublishedSpec) -> None:
         super().__init__(app)

@@ -20,7 +20,7 @@ from sqlmodel import col
 
 from tunnelgw.core import settings
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import Account, QuotaUsage
+from tunnelgw.models import QUOTA_KINDS, Account, QuotaUsage
 from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import records
 from tunnelgw.storage.statements import Query
@@ -56,6 +56,29 @@ def _count(model: type[AccountScoped]) -> Query:
         .subquery()
     )
     return Query(select(func.count()).select_from(capped))
+
+
+def check_kinds(configured: settings.Settings) -> None:
+    """Raise pydantic's ValidationError, as for any setting the server refuses, when the
+    `quotas` setting names a kind no model's rows are counted as (QUOTA_KINDS: the settings
+    know the syntax, the models the kinds)."""
+    from pydantic import ValidationError
+
+    for kind in settings.parse_quotas(configured.quotas):
+        if kind not in QUOTA_KINDS:
+            known = ", ".join(sorted(QUOTA_KINDS))
+            problem = ValueError(f"{kind!r} is not a kind of resource with a quota ({known})")
+            raise ValidationError.from_exception_data(
+                "Settings",
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ("quotas",),
+                        "input": configured.quotas,
+                        "ctx": {"error": problem},
+                    }
+                ],
+            )
 
 
 def kind_of(model: type[AccountScoped]) -> str:

@@ -59,7 +59,7 @@ class AdminCalls(EventCalls, JournalCalls, SnapshotCalls):
     def load(self, fixture: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
         """Load a fixture into the account: a file (path), a dict, or YAML/JSON text. Files
         and text are checked here first, so problems name positions in them
-        (tunnelgw.fixtures.FixtureError). Returns the summary (labels, counts, tokens)."""
+        (tunnelgw.seeding.FixtureError). Returns the summary (labels, counts, tokens)."""
         if isinstance(fixture, Mapping):
             document: Any = dict(fixture)
         else:

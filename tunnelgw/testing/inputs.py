@@ -110,17 +110,17 @@ def fixture_source(fixture: str | os.PathLike[str]) -> tuple[bytes, str]:
 
 def checked_document(text: bytes, name: str) -> Any:
     """The fixture's data as the server will read it, after the local check
-    (tunnelgw.fixtures.FixtureError lists every problem as FILE:LINE:COLUMN)."""
+    (tunnelgw.seeding.FixtureError lists every problem as FILE:LINE:COLUMN)."""
     with warnings.catch_warnings():
         # The loader imports Connexion, which warns at import (jsonschema's RefResolver,
         # Starlette's test client with httpx): not the user's to see, even under a
         # `filterwarnings = error` of their test suite.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-        from tunnelgw import fixtures
-        from tunnelgw.fixtures import schema
+        from tunnelgw import seeding
+        from tunnelgw.seeding import schema
 
-        fixtures.check(text, name)
+        seeding.check(text, name)
         return schema.parse(text, name).data
 
 

@@ -33,9 +33,12 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 LOCK_ID = 0x7475_6E6E  # "tunn": the advisory lock key of tunnelgw migrations
-# The newest revision in migrations/versions (a unit test keeps it equal to Alembic's head):
-# start-up compares the database with it without importing Alembic.
-HEAD = "0020"
+# The newest revision: the highest of the numbered files in versions/ (`NNNN_slug.py`, named
+# by their revision; a unit test keeps it equal to Alembic's head). Start-up compares the
+# database with it without importing Alembic.
+HEAD = max(
+    path.name.partition("_")[0] for path in (Path(__file__).parent / "versions").glob("[0-9]*_*.py")
+)
 
 
 def sync_url(url: str) -> str:
@@ -50,7 +53,7 @@ def _config() -> Config:
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(Path(__file__).parent))
     return config
 
 

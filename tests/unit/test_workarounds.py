@@ -1,7 +1,8 @@
-"""What a serving process loads: `cryptography`, the fixture loader and cel-rust at first use
-(imported inside the functions that need them), not at start-up; the stand-ins of
-tunnelgw.standins for what dependencies import but the server never runs, each of them still
-needed (the library still imports the module without it)."""
+"""The workarounds of tunnelgw.http.workarounds, each still needed: the stand-ins for what
+dependencies import but the server never runs (the library still imports the module without
+it), and the skip of Connexion's spec check (Connexion still checks every spec it loads).
+What a serving process loads: `cryptography`, the fixture loader and cel-rust at first use
+(imported inside the functions that need them), not at start-up."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tunnelgw import standins
+from tunnelgw.http import workarounds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,9 +29,9 @@ for path in pathlib.Path("handlers").glob("*.py"):
     importlib.import_module(f"tunnelgw.handlers.{path.stem}")
 """
 STAND_INS = [
-    *standins.UNUSED_BY_THE_SERVER,
-    *standins.NAMES_UNUSED_BY_THE_SERVER,
-    *standins.OPTIONAL_UNUSED_BY_THE_SERVER,
+    *workarounds.UNUSED_BY_THE_SERVER,
+    *workarounds.NAMES_UNUSED_BY_THE_SERVER,
+    *workarounds.OPTIONAL_UNUSED_BY_THE_SERVER,
 ]
 
 
@@ -49,6 +50,32 @@ def test_each_stand_in_is_still_needed(name):
     assert done.stdout.strip() == "True", f"{name} is no longer imported: drop its stand-in"
 
 
+def test_connexion_still_checks_every_spec_it_loads(monkeypatch):
+    """Connexion checks each spec it loads against the OpenAPI schema, through
+    `_validate_spec`, and an app builds several (the API's and a copy per base path), so the
+    skip of `workarounds.shipped_spec` still saves time and still takes hold. When Connexion
+    stops checking (or checks once), this fails and the skip can go; when it checks through
+    another method, this fails and the skip must follow."""
+    from connexion.exceptions import InvalidSpecification
+    from connexion.spec import OpenAPISpecification
+
+    invalid = {"openapi": "3.0.3", "info": 1, "paths": {}}
+    with pytest.raises(InvalidSpecification):
+        OpenAPISpecification(invalid)
+    with workarounds.shipped_spec():
+        loaded = OpenAPISpecification(invalid)
+        loaded.with_base_path("/other")  # a copy per base path: not checked either
+    with pytest.raises(InvalidSpecification):  # restored after the app's load
+        OpenAPISpecification(invalid)
+    checked: list[object] = []
+    check = OpenAPISpecification._validate_spec
+    counting = staticmethod(lambda spec: checked.append(check(spec)))
+    monkeypatch.setattr(OpenAPISpecification, "_validate_spec", counting)
+    valid = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}}
+    OpenAPISpecification(valid).with_base_path("/other")
+    assert len(checked) == 2, "Connexion no longer checks each spec it builds: drop the skip"
+
+
 @pytest.mark.parametrize("entry", ["tunnelgw.__main__", "tunnelgw.worker"])
 def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every
@@ -64,7 +91,7 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
         import tunnelgw.http.app, tunnelgw.cli
         for path in pathlib.Path("handlers").glob("*.py"):
             importlib.import_module(f"tunnelgw.handlers.{{path.stem}}")
-        lazy = ("cryptography", "tunnelgw.fixtures", "alembic", "cel", "urllib3")
+        lazy = ("cryptography", "tunnelgw.seeding", "alembic", "cel", "urllib3")
         lazy += ("rich", "pygments", "watchfiles")
         loaded = [m for m in lazy if m in sys.modules]
         # Stand-ins until first use: requests, httpx, Jinja2 and the Starlette modules of both.
@@ -83,16 +110,16 @@ def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
 
 
 def test_a_deferred_module_is_the_real_one_at_its_first_use():
-    """`standins.defer`: `import requests` binds a stand-in that loads nothing until read; then
+    """`workarounds.defer`: `import requests` binds a stand-in that loads nothing until read; then
     attributes, `from` imports and submodules are the real module's, and `sys.modules` holds
     the real module."""
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw import standins
-        standins.defer("requests")
-        standins.defer("requests")  # twice is once
-        standins.defer("no_such_module_anywhere")  # not installed: nothing
+        from tunnelgw.http import workarounds
+        workarounds.defer("requests")
+        workarounds.defer("requests")  # twice is once
+        workarounds.defer("no_such_module_anywhere")  # not installed: nothing
         import requests
         stand_in = requests
         assert "urllib3" not in sys.modules and "no_such_module_anywhere" not in sys.modules
@@ -114,13 +141,13 @@ def test_a_deferred_module_is_the_real_one_at_its_first_use():
 
 
 def test_names_imported_from_a_deferred_module_load_it_at_first_use():
-    """`standins.defer_names`: `from module import Name` binds a stand-in name and loads nothing;
+    """`workarounds.defer_names`: `from module import Name` binds a stand-in name and loads nothing;
     calling it (or reading from it) imports the real module and uses the real object."""
     code = textwrap.dedent(
         """
         import sys
-        from tunnelgw import standins
-        standins.defer_names("starlette.testclient", ("TestClient",))
+        from tunnelgw.http import workarounds
+        workarounds.defer_names("starlette.testclient", ("TestClient",))
         from starlette.testclient import TestClient
         assert "httpx" not in sys.modules, "imported with the stand-in"
         assert "deferred starlette.testclient.TestClient" in repr(TestClient)

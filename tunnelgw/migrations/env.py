@@ -1,5 +1,5 @@
-"""Alembic environment: runs on the connection `tunnelgw.schema.migrate` hands over (sync driver),
-or, for `alembic revision --autogenerate` by developers, on TUNNELGW_DATABASE_URL."""
+"""Alembic environment: runs on the connection `tunnelgw.migrations.migrate` hands over (sync
+driver), or, for `alembic revision --autogenerate` by developers, on TUNNELGW_DATABASE_URL."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlmodel.sql.sqltypes import AutoString
 
 import tunnelgw.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from tunnelgw.core.settings import Settings
-from tunnelgw.schema.migrate import sync_url
+from tunnelgw.migrations.migrate import sync_url
 
 target_metadata = SQLModel.metadata
 

@@ -1,15 +1,34 @@
-"""Stand-ins in `sys.modules` for what the serving process's dependencies import at start-up
-but the server never runs (`defer_unused`), so a worker does not pay for them in memory and
-start-up time. Only the serving entry points call it (`tunnelgw/__main__.py` and
-`tunnelgw/worker.py`), before Connexion is imported; everywhere else a heavy module is simply
-imported inside the function that needs it. tests/unit/test_standins.py fails for each
-stand-in once its library no longer imports the module, so none outlives its reason."""
+"""Every workaround for a dependency, in one place. Each says what upstream does that makes it
+worth having, and which test fails once it is no longer needed (tests/unit/test_workarounds.py).
+
+Two entry points, because the workarounds act at two moments:
+
+- `defer_unused()`: the serving entry points only (`tunnelgw/__main__.py`,
+  `tunnelgw/worker.py`), before Connexion is imported. Stand-ins in `sys.modules` for what
+  Connexion, httpx and uvicorn import at start-up but the server never runs, so a worker does
+  not pay for them in memory and start-up time (upstream: Connexion 3 imports `requests`,
+  httpx, Jinja2 and Starlette's test client and templating at import, whatever the app
+  uses; spec-first/connexion#1801). `test_each_stand_in_is_still_needed` fails for each
+  stand-in once its library stops importing the module. Never in a process that imports
+  tunnelgw as a library (tests, the pytest plugin): its own imports stay the plain ones.
+- `shipped_spec()`: around each app's `add_api` (`tunnelgw.http.app.create_app`). Connexion
+  checks a spec against the OpenAPI schema in every `Specification` it builds (the API's,
+  and a copy per base path), with no way to turn it off: about half of an app's start-up
+  (spec-first/connexion#1801). The spec is the one shipped with the package, which
+  tests/unit/test_spec.py checks with Connexion's own check, so it is skipped while the app
+  loads it. `test_connexion_still_checks_every_spec_it_loads` fails once Connexion stops
+  checking (the skip can go) or checks through another method (the skip no longer holds).
+
+Everywhere else a heavy module is simply imported inside the function that needs it.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -133,3 +152,20 @@ def defer_unused() -> None:
         # None in sys.modules makes `import name` raise ImportError (the import system's own
         # convention); never when it is already imported.
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
+@contextmanager
+def shipped_spec() -> Iterator[None]:
+    """Connexion's check of a spec against the OpenAPI schema skipped while the app loads the
+    spec shipped with the package (see the module's docstring); restored after."""
+    from connexion.spec import OpenAPISpecification
+
+    own = OpenAPISpecification.__dict__.get("_validate_spec")  # inherited in Connexion 3.3
+    OpenAPISpecification._validate_spec = classmethod(lambda _cls, _spec: None)
+    try:
+        yield
+    finally:
+        if own is None:
+            del OpenAPISpecification._validate_spec
+        else:
+            OpenAPISpecification._validate_spec = own

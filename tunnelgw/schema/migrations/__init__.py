@@ -1,1 +1,0 @@
-"""Alembic migrations of the whole schema (`tunnelgw migrate`)."""
