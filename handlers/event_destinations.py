@@ -5,11 +5,10 @@ the stored one. A destination an event subscription uses cannot be deleted (409)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from tunnelgw.core import ids
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.errors import Code
 from tunnelgw.crypto import keys
 from tunnelgw.models import EventDestination
 from tunnelgw.models.event_subscription import subscriptions_using
@@ -72,21 +71,18 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return destination.to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    # A subscription that takes the destination up share-locks it.
-    return await crud.delete_unless_used(EventDestination, id, subscriptions_using, _in_use)
-
-
-def _in_use(destination: EventDestination, users: Sequence[str]) -> ApiError:
-    return ApiError(
-        Code.EVENT_DESTINATION_IN_USE,
-        f"The event destination {destination.id!r} is used by the event subscription(s) "
-        f"{', '.join(users)}; take it out of them (PATCH /event_subscriptions/{{id}} "
-        "with other destination_ids) or delete them first.",
-        id=destination.id,
-        subscriptions=",".join(users),
-    )
-
-
-resource = crud.Resource(EventDestination, "event_destinations")
-get, list = resource.get, resource.list
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a
+# subscription that takes the destination up share-locks it.
+resource = crud.Resource(
+    EventDestination,
+    "event_destinations",
+    in_use=crud.InUse(
+        users=lambda unit, destination: subscriptions_using(unit, destination.id),
+        code=Code.EVENT_DESTINATION_IN_USE,
+        message="The event destination {row.id!r} is used by the event subscription(s) "
+        "{users}; take it out of them (PATCH /event_subscriptions/{{id}} with other "
+        "destination_ids) or delete them first.",
+        details={"id": "{row.id}", "subscriptions": "{listed}"},
+    ),
+)
+get, list, delete = resource.get, resource.list, resource.delete

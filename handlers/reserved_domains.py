@@ -7,7 +7,6 @@ each access).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from tunnelgw.core import ids, timefmt
@@ -156,22 +155,19 @@ async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
     return None, 204
 
 
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(ReservedDomain, "reserved_domains")
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    """The reserved domain removed, unless a cloud endpoint is on it (the platform refuses
-    that too: its endpoints would be left without their domain)."""
-    return await crud.delete_unless_used(ReservedDomain, id, cloud_endpoints_on, _referenced)
-
-
-def _referenced(row: ReservedDomain, users: Sequence[str]) -> ApiError:
-    return ApiError(
-        Code.DOMAIN_REFERENCED,
-        f"The reserved domain {row.domain!r} is the domain of the cloud endpoint(s) "
-        f"{', '.join(users)}; delete them or change their URLs first.",
-        context={"domain": row.domain},
-        id=row.id,
-        endpoints=",".join(users),
-    )
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource). A
+# reserved domain a cloud endpoint is on is not deleted (the platform refuses that too: its
+# endpoints would be left without their domain).
+resource = crud.Resource(
+    ReservedDomain,
+    "reserved_domains",
+    in_use=crud.InUse(
+        users=lambda unit, row: cloud_endpoints_on(unit, row.id),
+        code=Code.DOMAIN_REFERENCED,
+        message="The reserved domain {row.domain!r} is the domain of the cloud endpoint(s) "
+        "{users}; delete them or change their URLs first.",
+        details={"id": "{row.id}", "endpoints": "{listed}"},
+        context={"domain": "{row.domain}"},
+    ),
+)
+delete = resource.delete

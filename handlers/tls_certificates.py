@@ -12,7 +12,7 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import TlsCertificate
-from tunnelgw.models.reserved_domain import uses_certificate
+from tunnelgw.models.reserved_domain import using_certificate
 from tunnelgw.models.tls_certificate import certificate_columns
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
@@ -50,23 +50,19 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return cert.to_api(), 201
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        # Locked before the check; attaching a certificate share-locks it, so no domain can
-        # take it up between the check and the delete.
-        cert = await crud.get_managed(unit, TlsCertificate, auth.caller(), id, lock=True)
-        if await uses_certificate(unit, cert.id):
-            raise ApiError(
-                Code.CERTIFICATE_IN_USE,
-                f"The TLS certificate {id!r} is a reserved domain's certificate; attach another "
-                "certificate to the domain or detach it (DELETE "
-                "/reserved_domains/{id}/certificate) first.",
-                id=id,
-            )
-        await unit.delete(cert)
-    return None, 204
-
-
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(TlsCertificate, "tls_certificates")
-get, list, update = resource.get, resource.list, resource.update
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); attaching a
+# certificate to a domain share-locks it.
+resource = crud.Resource(
+    TlsCertificate,
+    "tls_certificates",
+    in_use=crud.InUse(
+        users=lambda unit, cert: using_certificate(unit, cert.id),
+        code=Code.CERTIFICATE_IN_USE,
+        message="The TLS certificate {row.id!r} is a reserved domain's certificate; attach "
+        "another certificate to the domain or detach it (DELETE "
+        "/reserved_domains/{{id}}/certificate) first.",
+        details={"id": "{row.id}"},
+    ),
+)
+get, list = resource.get, resource.list
+update, delete = resource.update, resource.delete

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tunnelgw.core import ids
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.errors import Code
 from tunnelgw.models import TunnelGroupBackend
-from tunnelgw.models.tunnel_group_backend import in_use
+from tunnelgw.models.tunnel_group_backend import modules_using
 from tunnelgw.models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
 from tunnelgw.services import auth, crud, quotas
 from tunnelgw.services.crud import Body
@@ -61,22 +61,19 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return backend.to_api(tunnels)
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        # Locked before the check, so no module can name it between the check and the delete
-        # (the modules share-lock the backend they name).
-        backend = await crud.get_managed(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
-        if await in_use(unit, backend.id):
-            raise ApiError(
-                Code.BACKEND_IN_USE,
-                f"The tunnel group backend {id!r} is the backend of an edge or route module; "
-                "remove the module first (DELETE /edges/tls/{id}/backend for a TLS edge).",
-                id=id,
-            )
-        await unit.delete(backend)
-    return None, 204
-
-
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(TunnelGroupBackend, "backends", renderer=_with_tunnels)
-list = resource.list
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); the
+# modules share-lock the backend they name, so none names it between the guard's check and
+# the delete.
+resource = crud.Resource(
+    TunnelGroupBackend,
+    "backends",
+    renderer=_with_tunnels,
+    in_use=crud.InUse(
+        users=lambda unit, backend: modules_using(unit, backend.id),
+        code=Code.BACKEND_IN_USE,
+        message="The tunnel group backend {row.id!r} is the backend of an edge or route "
+        "module; remove the module first (DELETE /edges/tls/{{id}}/backend for a TLS edge).",
+        details={"id": "{row.id}"},
+    ),
+)
+list, delete = resource.list, resource.delete

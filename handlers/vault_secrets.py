@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.core import ids, timefmt
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.errors import Code
 from tunnelgw.models import Vault, VaultSecret
 from tunnelgw.services import auth, cloud_endpoints, crud, quotas, vaults
 from tunnelgw.services.crud import Body
@@ -58,25 +58,20 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return secret.to_api()
 
 
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(VaultSecret, "secrets")
-get, list = resource.get, resource.list
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    """409 ERR_SECRET_IN_USE while a cloud endpoint's traffic policy reads the secret."""
-    caller = auth.caller()
-    async with db.write() as unit:
-        # Locked first: a cloud endpoint create or update naming it share-locks it.
-        secret = await crud.get_managed(unit, VaultSecret, caller, id, lock=True)
-        vault = await crud.get_owned(unit, Vault, caller, secret.vault_id)
-        users = await cloud_endpoints.using_secret(unit, caller.account_id, vault.name, secret.name)
-        if users:
-            raise ApiError(
-                Code.SECRET_IN_USE,
-                f"The traffic policies of the cloud endpoint(s) {', '.join(users)} read "
-                f'secrets.get("{vault.name}", "{secret.name}"); change or delete them first.',
-                endpoints=", ".join(users),
-            )
-        await unit.delete(secret)
-    return None, 204
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a cloud
+# endpoint create or update naming a secret share-locks it, and a secret whose value a
+# traffic policy reads is not deleted.
+resource = crud.Resource(
+    VaultSecret,
+    "secrets",
+    in_use=crud.InUse(
+        users=lambda unit, secret: cloud_endpoints.using_secret(
+            unit, secret.account_id, secret.vault_name, secret.name
+        ),
+        code=Code.SECRET_IN_USE,
+        message="The traffic policies of the cloud endpoint(s) {users} read "
+        'secrets.get("{row.vault_name}", "{row.name}"); change or delete them first.',
+        details={"endpoints": "{users}"},
+    ),
+)
+get, list, delete = resource.get, resource.list, resource.delete

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.core import ids, timefmt
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.errors import Code
 from tunnelgw.models import Vault
 from tunnelgw.services import auth, crud, paging, quotas, vaults
 from tunnelgw.services.crud import Body
@@ -49,25 +49,6 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return vault.to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        # Locked before the check; a secret's create share-locks its vault.
-        vault = await crud.get_managed(unit, Vault, auth.caller(), id, lock=True)
-        held = await vaults.secret_ids(unit, vault.id)
-        if held:
-            shown = held[: vaults.SHOWN_SECRETS]
-            more = " and more" if len(held) > len(shown) else ""
-            raise ApiError(
-                Code.VAULT_NOT_EMPTY,
-                f"The vault {id!r} holds the secret(s) {', '.join(shown)}{more}; delete them "
-                f"first (DELETE /vault_secrets/{{id}}; GET /vaults/{id}/secrets lists them).",
-                id=id,
-                secrets=",".join(shown),
-            )
-        await unit.delete(vault)
-    return None, 204
-
-
 async def list_secrets(
     id: str,  # noqa: A002
     limit: int = paging.MAX_LIMIT,
@@ -77,6 +58,18 @@ async def list_secrets(
     return await vaults.secrets_page(id, limit, before_id, filter)
 
 
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(Vault, "vaults")
-get, list = resource.get, resource.list
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a secret's
+# create share-locks its vault.
+resource = crud.Resource(
+    Vault,
+    "vaults",
+    in_use=crud.InUse(
+        users=lambda unit, vault: vaults.secret_ids(unit, vault.id),
+        code=Code.VAULT_NOT_EMPTY,
+        message="The vault {row.id!r} holds the secret(s) {users}{more}; delete them first "
+        "(DELETE /vault_secrets/{{id}}; GET /vaults/{row.id}/secrets lists them).",
+        details={"id": "{row.id}", "secrets": "{listed}"},
+        shown=vaults.SHOWN_SECRETS,
+    ),
+)
+get, list, delete = resource.get, resource.list, resource.delete

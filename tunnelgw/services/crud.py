@@ -6,7 +6,8 @@ writing queries; a plain resource declares its operations with one `Resource`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
@@ -216,21 +217,50 @@ async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
     return None, 204
 
 
-async def delete_unless_used(
-    model: type[R],
-    id_: str,
-    users: Callable[[Unit, str], Awaitable[list[str]]],
-    refusal: Callable[[R, list[str]], ApiError],
-) -> tuple[None, int]:
-    """DELETE of a row other rows refer to: the caller's row `id_`, locked before `users`
-    (the ids of the rows that use it) are read, so a writer that takes it up (and
-    share-locks it) waits or is waited for; `refusal(row, users)` when any uses it, else the
-    row removed (204)."""
+@dataclass(frozen=True)
+class InUse:
+    """A delete guard, declared: the row is not deleted while other rows refer to it.
+
+    `users(unit, row)` (a query of the model layer) gives the ids of the rows that refer to
+    `row`, [] when none; while any do, DELETE answers ApiError(`code`) with `message`,
+    `details` and `context` (the platform profile's values), each a `str.format` template of
+    `row` (the row), `users` (the ids named, ", "-joined), `listed` (the same, ","-joined)
+    and `more` (" and more" when `shown` cut the ids short, else ""). `shown` names at most
+    that many ids (None: all)."""
+
+    users: Callable[[Unit, Any], Awaitable[Sequence[str]]]
+    code: Code
+    message: str
+    details: Mapping[str, str] = field(default_factory=dict)
+    context: Mapping[str, str] = field(default_factory=dict)
+    shown: int | None = None
+
+    def refusal(self, row: Any, users: Sequence[str]) -> ApiError:
+        named = users[: self.shown] if self.shown is not None else users
+        fields = {
+            "row": row,
+            "users": ", ".join(named),
+            "listed": ",".join(named),
+            "more": " and more" if len(users) > len(named) else "",
+        }
+        error = ApiError(
+            self.code,
+            self.message.format(**fields),
+            context={name: value.format(**fields) for name, value in self.context.items()},
+        )
+        error.details.update({name: value.format(**fields) for name, value in self.details.items()})
+        return error
+
+
+async def delete_unless_used(model: type[R], id_: str, guard: InUse) -> tuple[None, int]:
+    """DELETE of a row other rows refer to: the caller's row `id_`, locked before its users
+    are read (`guard.users`), so a writer that takes it up (and share-locks it) waits or is
+    waited for; the guard's refusal when any uses it, else the row removed (204)."""
     async with db.write() as unit:
         row = await get_managed(unit, model, auth.caller(), id_, lock=True)
-        using = await users(unit, row.id)
+        using = await guard.users(unit, row)
         if using:
-            raise refusal(row, using)
+            raise guard.refusal(row, using)
         await unit.delete(row)
     return None, 204
 
@@ -245,7 +275,7 @@ class Resource(Generic[R]):
     - `list`: a page in the envelope `key`, newest first, `filter` (CEL) when given, each row
       rendered by `renderer` when given (rows with related rows), else its `to_api()`;
     - `update`: the body's `fields` that are present and not null set on the row;
-    - `delete`: the row removed (204).
+    - `delete`: the row removed (204), unless the declared guard `in_use` refuses it.
 
     `fields` maps API names to row attributes (default: description and metadata). A handler
     writes only the operations whose behaviour is specific to its resource.
@@ -258,11 +288,13 @@ class Resource(Generic[R]):
         *,
         fields: Mapping[str, str] = DESCRIBED_FIELDS,
         renderer: paging.Renderer | None = None,
+        in_use: InUse | None = None,
     ) -> None:
         self.model = model
         self.key = key
         self.fields = fields
         self.renderer = renderer
+        self.in_use = in_use
 
     async def create(self, body: Body = None) -> tuple[dict[str, Any], int]:
         model = self.model
@@ -290,4 +322,6 @@ class Resource(Generic[R]):
         return await update_one(self.model, id, lambda row: apply_patch(row, body or {}, fields))
 
     async def delete(self, id: str) -> tuple[None, int]:  # noqa: A002
+        if self.in_use is not None:
+            return await delete_unless_used(self.model, id, self.in_use)
         return await delete_one(self.model, id)

@@ -124,8 +124,11 @@ async def sign(
     )
 
 
-async def has_unexpired(unit: Unit, ca_id: str, now: datetime) -> bool:
-    """Whether the CA `ca_id` signed a user or host certificate that is unexpired at `now`."""
-    return await ssh_user_certificate.has_unexpired(
-        unit, ca_id, now
-    ) or await ssh_host_certificate.has_unexpired(unit, ca_id, now)
+async def unexpired(unit: Unit, ca: SshCertificateAuthority) -> list[str]:
+    """The id of a user and of a host certificate the CA signed that are unexpired now (at
+    most one of each; [] when none): the CA's delete guard."""
+    now = timefmt.utcnow()
+    return [
+        *await ssh_user_certificate.unexpired(unit, ca.id, now),
+        *await ssh_host_certificate.unexpired(unit, ca.id, now),
+    ]
