@@ -14,9 +14,8 @@ from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import AbuseReport
 from tunnelgw.rules import hostnames
-from tunnelgw.services import abuse, auth, crud, quotas
+from tunnelgw.services import abuse, auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def reported_hostnames(urls: Sequence[str]) -> list[str]:
@@ -50,11 +49,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         meta=body.get("metadata") or "",
         step_seconds=settings.current().abuse_report_review_seconds,
     )
-    async with db.write() as unit:
-        served = await abuse.served(unit, names)
-        report.hostnames = [{"hostname": name, "served": name in served} for name in names]
-        await quotas.add(unit, report)
-    return report.to_api(), 201
+    return (await abuse.report(report, names)).to_api(), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name

@@ -14,9 +14,8 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import AgentIngress
 from tunnelgw.rules import certmanagement, hostnames
-from tunnelgw.services import auth, certstore, crud, paging, quotas
+from tunnelgw.services import auth, certstore, crud, paging, reservations
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _service_domains() -> tuple[str, ...]:
@@ -58,16 +57,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     policy = certmanagement.policy(body.get("certificate_management_policy"), settings.current())
     if policy is not None:
         certstore.attach_policy(ingress, policy, timefmt.utcnow())
-    # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
-    async with db.write() as unit:
-        if await crud.taken(unit, AgentIngress.domain, domain):
-            raise ApiError(
-                Code.DOMAIN_IN_USE,
-                f"{domain!r} is already the domain of an agent ingress.",
-                context={"domain": domain},
-                field="domain",
-            )
-        await quotas.add(unit, ingress)
+    await reservations.create_ingress(ingress)
     return ingress.to_api(), 201
 
 
@@ -85,12 +75,7 @@ async def list(
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, AgentIngress, auth.caller(), id, lock=True)
-        now = timefmt.utcnow()
-        await certstore.settle_row(unit, row, now)
-        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
-        certstore.apply_policy_change(row, body, now, null_detaches=True)
+    row = await reservations.update_ingress(auth.caller(), id, body)
     return row.to_api()
 
 

@@ -8,9 +8,8 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import CertificateAuthority
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.x509 (and cryptography, ~8 MiB) is imported by the operation that parses:
 # a server that never gets a CA certificate does not load it.
@@ -36,9 +35,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         extended_key_usages=[*cert.extended_key_usages],
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, ca)
-    return ca.to_api(), 201
+    return (await crud.add(ca)).to_api(), 201
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

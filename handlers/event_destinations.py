@@ -14,9 +14,8 @@ from tunnelgw.models import EventDestination
 from tunnelgw.models.event_subscription import subscriptions_using
 from tunnelgw.rules import event_targets
 from tunnelgw.rules.event_targets import Target
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _seal(destination: EventDestination, target: Target) -> None:
@@ -48,17 +47,15 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
     destination.format = event_targets.checked_format(body.get("format")) or "json"
     _seal(destination, event_targets.checked_target(body["target"]))
-    async with db.write() as unit:
-        await quotas.add(unit, destination)
-    return destination.to_api(), 201
+    return (await crud.add(destination)).to_api(), 201
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     format_ = event_targets.checked_format(body.get("format"))
     target = event_targets.check_update(body)
-    async with db.write() as unit:
-        destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
+
+    def change(destination: EventDestination) -> None:
         crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
         if format_ is not None:
             destination.format = format_
@@ -68,7 +65,8 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
             else:
                 event_targets.require_credential(target)
                 _seal(destination, target)
-    return destination.to_api()
+
+    return await crud.update_one(EventDestination, id, change, lock=True)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a

@@ -7,9 +7,8 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import HttpResponseBackend
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 DEFAULT_STATUS = 200
 FIELDS = {**crud.DESCRIBED_FIELDS, "body": "body"}
@@ -46,9 +45,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         status_code=DEFAULT_STATUS,
     )
     _apply(backend, body or {})
-    async with db.write() as unit:
-        await quotas.add(unit, backend)
-    return backend.to_api(), 201
+    return (await crud.add(backend)).to_api(), 201
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

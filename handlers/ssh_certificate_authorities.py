@@ -13,9 +13,8 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import SshCertificateAuthority
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import auth, crud, ssh_signing
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that make keys:
 # a server that never makes an SSH CA does not load it.
@@ -45,9 +44,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         ),
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, ca)
-    return ca.to_api(), 201
+    return (await crud.add(ca)).to_api(), 201
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); signing

@@ -12,9 +12,8 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import SshCredential
 from tunnelgw.rules import acls
-from tunnelgw.services import auth, crud, ownership, quotas
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _checked_key(text: str) -> str:
@@ -35,18 +34,19 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     caller = auth.caller()
     public_key = _checked_key(body["public_key"])
     acl = acls.checked(body.get("acl"))
-    async with db.write() as unit:
-        owner = await ownership.owner(unit, caller, body.get("owner_id"))
+
+    def build(owner_id: str) -> SshCredential:
         credential = SshCredential.new(
             id=ids.new_id(SshCredential.PREFIX),
             account_id=caller.account_id,
-            owner_id=owner.id,
+            owner_id=owner_id,
             public_key=public_key,
             acl=acl,
         )
         crud.apply_patch(credential, body, crud.DESCRIBED_FIELDS)
-        await quotas.add(unit, credential)
-    return credential.to_api(), 201
+        return credential
+
+    return (await crud.add_owned(caller, body.get("owner_id"), build)).to_api(), 201
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

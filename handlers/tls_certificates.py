@@ -14,9 +14,8 @@ from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import TlsCertificate
 from tunnelgw.models.reserved_domain import using_certificate
 from tunnelgw.models.tls_certificate import certificate_columns
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.tls (and cryptography, ~8 MiB) is imported by the operation that parses:
 # a server that never gets a certificate does not load it.
@@ -45,9 +44,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         **certificate_columns(parsed.fields),
     )
     crud.apply_patch(cert, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, cert)
-    return cert.to_api(), 201
+    return (await crud.add(cert)).to_api(), 201
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); attaching a

@@ -19,7 +19,8 @@ from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Account, ApiKey, Principal
 from tunnelgw.models.principal import PREFIXES, Kind
-from tunnelgw.services import auth
+from tunnelgw.services import auth, ownership, quotas
+from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
@@ -75,6 +76,17 @@ async def issue_key(
     unit.add(key)
     await unit.flush()
     return key, token
+
+
+async def create_key(
+    caller: auth.Caller, owner_id: str | None, description: str, meta: str
+) -> tuple[ApiKey, str]:
+    """CREATE /api_keys: a key of the principal `owner_id` (the caller when unset:
+    tunnelgw.services.ownership.owner), admitted by its quota; the row and its token."""
+    async with db.write() as unit:
+        owner = await ownership.owner(unit, caller, owner_id)
+        await quotas.admit(unit, ApiKey, caller.account_id)
+        return await issue_key(unit, owner, description=description, meta=meta)
 
 
 async def create_account_with_admin(

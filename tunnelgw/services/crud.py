@@ -196,11 +196,31 @@ async def _cached_page(
     )
 
 
-async def update_one(model: type[R], id_: str, change: Callable[[R], None]) -> dict[str, Any]:
-    """PATCH: apply `change` to the caller's row `id_` and commit; its new API shape (404, or
-    403 when the caller may not change it: `get_managed`)."""
+async def add(row: R) -> R:
+    """CREATE: `row`, a new row of the caller's account, admitted by its quota and inserted
+    (tunnelgw.services.quotas.add) in a unit of its own."""
     async with db.write() as unit:
-        row = await get_managed(unit, model, auth.caller(), id_)
+        await quotas.add(unit, row)
+    return row
+
+
+async def add_owned(caller: Caller, owner_id: str | None, build: Callable[[str], R]) -> R:
+    """CREATE of an owned row: `build(owner)` (the id of the principal the row belongs to,
+    checked by tunnelgw.services.ownership.owner) admitted by its quota and inserted."""
+    async with db.write() as unit:
+        owner = await ownership.owner(unit, caller, owner_id)
+        row = build(owner.id)
+        await quotas.add(unit, row)
+    return row
+
+
+async def update_one(
+    model: type[R], id_: str, change: Callable[[R], None], *, lock: Lock = False
+) -> dict[str, Any]:
+    """PATCH: apply `change` to the caller's row `id_` (locked as `lock` says) and commit; its
+    new API shape (404, or 403 when the caller may not change it: `get_managed`)."""
+    async with db.write() as unit:
+        row = await get_managed(unit, model, auth.caller(), id_, lock=lock)
         change(row)
     return row.to_api()
 
@@ -300,9 +320,7 @@ class Resource(Generic[R]):
         model = self.model
         row = model.new(id=ids.new_id(model.PREFIX), account_id=auth.caller().account_id)
         apply_patch(row, body or {}, self.fields)
-        async with db.write() as unit:
-            await quotas.add(unit, row)
-        return row.to_api(), 201
+        return (await add(row)).to_api(), 201
 
     async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
         return await read_one(self.model, id)
