@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import EdgeRoute
-from tunnelgw.services import auth
-from tunnelgw.storage import db
+from tunnelgw.services import auth, edges
 
 
 async def get(edge_id: str, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
-    async with db.read() as unit:
-        route = await unit.get(EdgeRoute, id)
-    if route is None or route.account_id != auth.caller().account_id or route.edge_id != edge_id:
-        raise ApiError(Code.NOT_FOUND, f"No route {id!r} of the HTTPS edge {edge_id!r}.", id=id)
-    return route.to_api()
+    return (await edges.read_route(auth.caller(), edge_id, id)).to_api()

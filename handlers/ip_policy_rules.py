@@ -8,11 +8,10 @@ from typing import Any
 
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import IpPolicy, IpPolicyRule
+from tunnelgw.models import IpPolicyRule
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud, ip_policies
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _cidr(value: str) -> str:
@@ -34,13 +33,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         action=body["action"],
     )
     crud.apply_patch(rule, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        # Share-locked: the policy cannot be deleted between this check and the insert.
-        await crud.get_reference(
-            unit, IpPolicy, caller, body["ip_policy_id"], "ip_policy_id", lock="share"
-        )
-        await quotas.add(unit, rule)
-    return rule.to_api(), 201
+    return (await ip_policies.add_rule(caller, rule)).to_api(), 201
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002

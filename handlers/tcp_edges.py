@@ -6,12 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.services import auth, crud, edges, paging
-from tunnelgw.storage import db
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        return (await edges.get(unit, auth.caller(), "tcp", id)).to_api()
+    return (await edges.read(auth.caller(), "tcp", id)).to_api()
 
 
 async def list(
