@@ -13,9 +13,8 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import SshHostCertificate
 from tunnelgw.rules import hostnames
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import auth, crud, ssh_signing
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _checked(body: dict[str, Any]) -> tuple[SshHostCertificate, ssh_signing.Checked]:
@@ -40,9 +39,7 @@ def _checked(body: dict[str, Any]) -> tuple[SshHostCertificate, ssh_signing.Chec
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     cert, request = _checked(body or {})
-    async with db.write() as unit:
-        await ssh_signing.sign(unit, cert, request.key.key, host=True)
-        await quotas.add(unit, cert)
+    await ssh_signing.issue(auth.caller(), cert, request.key.key, host=True)
     return cert.to_api(), 201
 
 

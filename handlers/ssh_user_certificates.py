@@ -11,9 +11,8 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import SshUserCertificate
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import auth, crud, ssh_signing
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that sign:
 # a server that never signs does not load it.
@@ -47,16 +46,14 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh_signing.Chec
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     cert, request = _checked(body or {})
-    async with db.write() as unit:
-        await ssh_signing.sign(
-            unit,
-            cert,
-            request.key.key,
-            host=False,
-            critical_options=cert.critical_options,
-            extensions=cert.extensions,
-        )
-        await quotas.add(unit, cert)
+    await ssh_signing.issue(
+        auth.caller(),
+        cert,
+        request.key.key,
+        host=False,
+        critical_options=cert.critical_options,
+        extensions=cert.extensions,
+    )
     return cert.to_api(), 201
 
 

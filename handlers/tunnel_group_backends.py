@@ -5,19 +5,14 @@ with every update)."""
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable
 from typing import Any
 
 from tunnelgw.core import ids
 from tunnelgw.core.errors import Code
 from tunnelgw.models import TunnelGroupBackend
 from tunnelgw.models.tunnel_group_backend import modules_using
-from tunnelgw.models.tunnel_group_member import partners_of, regroup_backend, tunnels_of
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import auth, crud, tunnel_groups
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
@@ -28,36 +23,16 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         labels=dict(body.get("labels") or {}),
     )
     crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, backend)
-        tunnels = await regroup_backend(unit, backend)
-    return backend.to_api(tunnels), 201
+    return backend.to_api(await tunnel_groups.create(backend)), 201
 
 
 async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        backend = await crud.get_owned(unit, TunnelGroupBackend, auth.caller(), id)
-        return backend.to_api(await tunnels_of(unit, backend.id))
-
-
-async def _with_tunnels(
-    unit: Unit, rows: builtins.list[TunnelGroupBackend]
-) -> Callable[[TunnelGroupBackend], dict[str, Any]]:
-    """Renders the page's backends with their tunnels (read for the page at once)."""
-    partners = await partners_of(unit, "backend_id", [row.id for row in rows])
-    return lambda backend: backend.to_api(partners[backend.id])
+    backend, tunnels = await tunnel_groups.read(auth.caller(), id)
+    return backend.to_api(tunnels)
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    body = body or {}
-    async with db.write() as unit:
-        backend = await crud.get_managed(unit, TunnelGroupBackend, auth.caller(), id, lock=True)
-        crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
-        if body.get("labels"):  # {} and null change nothing
-            backend.labels = dict(body["labels"])
-            tunnels = await regroup_backend(unit, backend)
-        else:
-            tunnels = await tunnels_of(unit, backend.id)
+    backend, tunnels = await tunnel_groups.update(auth.caller(), id, body or {})
     return backend.to_api(tunnels)
 
 
@@ -67,7 +42,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
 resource = crud.Resource(
     TunnelGroupBackend,
     "backends",
-    renderer=_with_tunnels,
+    renderer=tunnel_groups.with_tunnels,
     in_use=crud.InUse(
         users=lambda unit, backend: modules_using(unit, backend.id),
         code=Code.BACKEND_IN_USE,

@@ -126,6 +126,12 @@ DESCRIBED_FIELDS = {"description": "description", "metadata": "meta"}
 # Whole operations on the caller's rows, one unit of work each.
 
 
+async def read_owned(caller: Caller, model: type[R], id_: str) -> R:
+    """The caller's row `id_`, read in a unit of its own (404 if it is not the caller's)."""
+    async with db.read() as unit:
+        return await get_owned(unit, model, caller, id_)
+
+
 async def read_one(model: type[R], id_: str) -> dict[str, Any]:
     """GET: the caller's row `id_` in its API shape (404 if it is not the caller's)."""
     async with db.read() as unit:
