@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.core import ids, timefmt
+from tunnelgw.core import ids
 from tunnelgw.core.errors import Code
 from tunnelgw.models import Vault
-from tunnelgw.services import auth, crud, paging, quotas, vaults
+from tunnelgw.services import auth, crud, paging, vaults
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 async def create(body: Body = None) -> tuple[dict[str, Any], int]:
@@ -27,26 +26,11 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     vault.updated_at = vault.created_at
     crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        # The quota's account lock first: creates of one account then check names in turn.
-        await quotas.admit(unit, Vault, caller.account_id)
-        await vaults.check_vault_name(unit, caller.account_id, name)
-        unit.add(vault)
-    return vault.to_api(), 201
+    return (await vaults.create_vault(caller, vault)).to_api(), 201
 
 
 async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    body = body or {}
-    caller = auth.caller()
-    async with db.write() as unit:
-        vault = await crud.get_managed(unit, Vault, caller, id, lock=True)
-        name = body.get("name")
-        if name is not None and name != vault.name:
-            await vaults.rename_vault(unit, vault, name)
-        crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)
-        vault.updated_at = timefmt.utcnow()
-        vault.last_updated_by = caller.principal_id
-    return vault.to_api()
+    return (await vaults.update_vault(auth.caller(), id, body or {})).to_api()
 
 
 async def list_secrets(
