@@ -9,29 +9,23 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
-from sqlmodel import col
-
-from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.http.pipeline import bodies
-from tunnelgw.models import Account, EventDestination, FaultRule, TunnelSession
+from tunnelgw.models import Account
 from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import (
     accounts,
     agents,
     auth,
-    crud,
     events,
     faults,
     journal,
     paging,
-    quotas,
 )
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
 
@@ -50,7 +44,9 @@ async def reset() -> dict[str, Any]:
     from tunnelgw import fixtures
 
     caller = _admin()
-    deleted = await fixtures.reset(db.current(), caller.account_id)
+    app_state = state.active()
+    assert app_state is not None  # requests run under their app's state
+    deleted = await fixtures.reset(app_state.database, caller.account_id)
     return {"account_id": caller.account_id, "deleted": deleted}
 
 
@@ -92,10 +88,7 @@ async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
             plan, text = fixtures.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
         except fixtures.FixtureError as exc:
             raise _fixture_error(exc) from None
-    async with db.write() as unit:
-        created = await accounts.create_account_with_admin(unit, body.get("name") or "")
-        account = await unit.get(Account, created.account_id)
-        assert account is not None  # just made
+    account, created = await accounts.open_account(body.get("name") or "")
     answer = _account(account) | {
         "admin_user_id": created.principal_id,
         "api_key_id": created.api_key_id,
@@ -110,17 +103,12 @@ async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
                 app_state, plan, text, created.account_id, once=False
             )
         except fixtures.FixtureError as exc:
-            await _drop(created.account_id)  # the account with the document, or none
+            await accounts.drop_account(created.account_id)  # with the document, or none
             raise _fixture_error(exc, written=False) from None
         except BaseException:
-            await _drop(created.account_id)
+            await accounts.drop_account(created.account_id)
             raise
     return answer, 201
-
-
-async def _drop(account_id: str) -> None:
-    async with db.write() as unit:
-        await accounts.delete_account(unit, account_id)
 
 
 def _fixture_error(exc: Any, *, written: bool | None = None) -> ApiError:
@@ -134,14 +122,12 @@ def _fixture_error(exc: Any, *, written: bool | None = None) -> ApiError:
 
 
 async def list_accounts(limit: int = 100, before_id: str | None = None) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await accounts.page(unit, limit, before_id)
+    rows, more = await accounts.page(limit, before_id)
     return paging.envelope("accounts", "/_admin/accounts", rows, limit, more=more, render=_account)
 
 
 async def delete_account(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
-    async with db.write() as unit:
-        deleted = await accounts.delete_account(unit, id)
+    deleted = await accounts.drop_account(id)
     if deleted is None:
         raise ApiError(Code.NOT_FOUND, f"No account {id!r}.", id=id)
     return {"account_id": id, "deleted": deleted}
@@ -156,41 +142,37 @@ def _clock(offset: int) -> dict[str, Any]:
 
 
 async def get_clock() -> dict[str, Any]:
-    caller = _admin()
-    async with db.read() as unit:
-        account = await unit.get(Account, caller.account_id)
-    assert account is not None  # the caller's key names it
-    return _clock(account.clock_offset_seconds)
+    return _clock(await accounts.clock_offset(_admin().account_id))
 
 
 async def set_clock(body: Body = None) -> dict[str, Any]:
     body = body or {}
     caller = _admin()
-    async with db.write() as unit:
-        account = await unit.get(Account, caller.account_id, lock=True)
-        assert account is not None  # the caller's key names it
+
+    def moved(offset: int) -> int:
         real = datetime.now(UTC)
-        offset = account.clock_offset_seconds
         if body.get("reset"):
-            offset = 0
-        elif "advance_seconds" in body:
+            return 0
+        if "advance_seconds" in body:
             offset += body["advance_seconds"]
             _check_year(real, offset, "advance_seconds")
-        else:
-            target = _parse(body["set"])
-            current = real + timedelta(seconds=offset)
-            if target < current.replace(microsecond=0):
-                raise ApiError(
-                    Code.INVALID_FIELD,
-                    f"set {body['set']!r} is before the clock's current time "
-                    f"{timefmt.rfc3339(current)}; the clock never moves backwards "
-                    '(send {"reset": true} to go back to the real time).',
-                    field="set",
-                )
-            wanted = math.ceil((target - real.replace(microsecond=0)).total_seconds())
-            offset = max(offset, wanted)
-            _check_year(real, offset, "set")
-        account.clock_offset_seconds = offset
+            return offset
+        target = _parse(body["set"])
+        current = real + timedelta(seconds=offset)
+        if target < current.replace(microsecond=0):
+            raise ApiError(
+                Code.INVALID_FIELD,
+                f"set {body['set']!r} is before the clock's current time "
+                f"{timefmt.rfc3339(current)}; the clock never moves backwards "
+                '(send {"reset": true} to go back to the real time).',
+                field="set",
+            )
+        wanted = math.ceil((target - real.replace(microsecond=0)).total_seconds())
+        offset = max(offset, wanted)
+        _check_year(real, offset, "set")
+        return offset
+
+    offset = await accounts.move_clock(caller.account_id, moved)
     timefmt.clock_offset.set(timedelta(seconds=offset) if offset else None)
     return _clock(offset)
 
@@ -221,50 +203,17 @@ async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     caller = _admin()
     destination_id = _check_delivery_rule(body)
-    async with db.write() as unit:
-        if destination_id is not None:
-            await crud.get_reference(
-                unit, EventDestination, caller, destination_id, "destination_id"
-            )
-        # The same count and lock as the quotas of the API's resources, with a fixed limit.
-        await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
-        account = await unit.get(Account, caller.account_id, lock=True)
-        assert account is not None  # the caller's key names it
-        account.fault_rules = True  # the credential check tells requests to read the rules
-        rule = FaultRule.new(
-            id=ids.new_id(FaultRule.PREFIX),
-            account_id=caller.account_id,
-            operation=body["operation"],
-            destination_id=destination_id,
-            status=body.get("status"),
-            latency_ms=body.get("latency_ms") or 0,
-            probability=float(body.get("probability", 1.0)),
-            remaining=body.get("count"),
-        )
-        unit.add(rule)
+    rule = await faults.add_rule(caller, body, destination_id)
     return rule.to_api(), 201
 
 
 async def list_faults() -> dict[str, Any]:
-    caller = _admin()
-    async with db.read() as unit:
-        rules = (
-            await unit.exec(
-                select(FaultRule)
-                .where(col(FaultRule.account_id) == caller.account_id)
-                .order_by(col(FaultRule.id))
-            )
-        ).all()
+    rules = await faults.rules(_admin().account_id)
     return {"faults": [rule.to_api() for rule in rules]}
 
 
 async def clear_faults() -> tuple[None, int]:
-    caller = _admin()
-    async with db.write() as unit:
-        await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == caller.account_id))
-        await unit.exec(
-            update(Account).where(col(Account.id) == caller.account_id).values(fault_rules=False)
-        )
+    await faults.clear(_admin().account_id)
     return None, 204
 
 
@@ -283,17 +232,11 @@ async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
         metadata=body.get("metadata") or "",
     )
     wanted = [agents.wanted(index, item) for index, item in enumerate(body.get("endpoints", []))]
-    async with db.write() as unit:
-        started = await agents.connect(unit, caller.account_id, agent, wanted)
-        answer = await agents.started_api(unit, started)
-    return answer, 201
+    return await agents.connect_now(caller.account_id, agent, wanted), 201
 
 
 async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
-    caller = _admin()
-    async with db.write() as unit:
-        session = await crud.get_owned(unit, TunnelSession, caller, id, lock=True)
-        await agents.end(unit, session)
+    await agents.command(_admin(), id, agents.end)
     return None, 204
 
 
@@ -395,9 +338,8 @@ async def list_requests(
 ) -> dict[str, Any]:
     caller = _admin()
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
-    async with db.read() as unit:
-        keep = settings.current().journal_max_entries
-        found = await journal.entries(unit, caller.account_id, match, limit, keep)
+    keep = settings.current().journal_max_entries
+    found = await journal.entries(caller.account_id, match, limit, keep)
     return {"requests": [entry.to_api() for entry in found]}
 
 
@@ -411,15 +353,12 @@ async def count_requests(
 ) -> dict[str, Any]:
     caller = _admin()
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
-    async with db.read() as unit:
-        keep = settings.current().journal_max_entries
-        return {"count": await journal.count(unit, caller.account_id, match, keep)}
+    keep = settings.current().journal_max_entries
+    return {"count": await journal.count(caller.account_id, match, keep)}
 
 
 async def clear_requests() -> tuple[None, int]:
-    caller = _admin()
-    async with db.write() as unit:
-        await journal.clear(unit, caller.account_id)
+    await journal.clear(_admin().account_id)
     return None, 204
 
 
@@ -429,7 +368,5 @@ async def clear_requests() -> tuple[None, int]:
 async def snapshot(include_secrets: bool = False) -> dict[str, Any]:
     from tunnelgw.services import snapshots
 
-    caller = _admin()
-    async with db.write() as unit:  # one transaction: one state (nothing is written)
-        taken = await snapshots.take(unit, caller.account_id, include_secrets=include_secrets)
+    taken = await snapshots.take_now(_admin().account_id, include_secrets=include_secrets)
     return {"version": 1, "snapshot": taken}

@@ -420,3 +420,11 @@ async def command(
     async with db.write() as unit:
         session = await crud.get_owned(unit, TunnelSession, caller, id_, lock=True)
         await act(unit, session)
+
+
+async def connect_now(account_id: str, agent: Agent, wanted: Sequence[Wanted]) -> dict[str, Any]:
+    """The admin API's connect: `connect` in a unit of its own; the session started, in
+    its API shape (`started_api`)."""
+    async with db.write() as unit:
+        started = await connect(unit, account_id, agent, wanted)
+        return await started_api(unit, started)
