@@ -58,9 +58,9 @@ def expiry(text: str | None) -> datetime | None:
     return value.replace(microsecond=0)
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     chosen = _scopes(caller, body.get("scopes") or ())
     expires_at = expiry(body.get("expires_at"))
     token = auth.new_access_token()
@@ -82,9 +82,9 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return row.to_api(token=token), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     wanted = body.get("scopes")
     chosen = _scopes(caller, wanted) if wanted is not None else None
 
@@ -102,10 +102,10 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
             row.scopes = [*chosen]
         crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
 
-    return await crud.update_one(AccessToken, id, change)
+    return await crud.update_one(caller, AccessToken, id, change)
 
 
-async def revoke(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def revoke(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     """The token stops authenticating at once and stays listed with `revoked_at` (revoking
     it again keeps the first time)."""
 
@@ -113,7 +113,7 @@ async def revoke(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         if row.revoked_at is None:
             row.revoked_at = timefmt.utcnow()
 
-    return await crud.update_one(AccessToken, id, change, lock=True)
+    return await crud.update_one(caller, AccessToken, id, change, lock=True)
 
 
 resource = crud.Resource(AccessToken, "access_tokens")

@@ -12,13 +12,11 @@ from typing import Any
 from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
-from tunnelgw.http.pipeline import bodies
 from tunnelgw.models import Account
 from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import (
     accounts,
     agents,
-    auth,
     events,
     faults,
     journal,
@@ -33,33 +31,33 @@ FIXTURE_NAME = "request body"  # how problem positions name the document
 MAX_YEAR = 9000  # the clock stays where every timestamp can still be written
 
 
-def _admin() -> Caller:
-    caller = auth.caller()
+def _admin(caller: Caller) -> Caller:
+    """The caller, when an admin; ApiError(403) else."""
     if not caller.is_admin:
         raise ApiError(Code.PERMISSION_DENIED, "The admin API is for admin principals only.")
     return caller
 
 
-async def reset() -> dict[str, Any]:
+async def reset(
+    caller: Caller,
+) -> dict[str, Any]:
     from tunnelgw import fixtures
 
-    caller = _admin()
+    caller = _admin(caller)
     app_state = state.active()
     assert app_state is not None  # requests run under their app's state
     deleted = await fixtures.reset(app_state.database, caller.account_id)
     return {"account_id": caller.account_id, "deleted": deleted}
 
 
-async def load_fixtures(body: Body = None) -> dict[str, Any]:
+async def load_fixtures(caller: Caller, raw_body: bytes, body: Body = None) -> dict[str, Any]:
     from tunnelgw import fixtures
 
-    caller = _admin()
+    caller = _admin(caller)
     app_state = state.active()
     assert app_state is not None  # requests run under their app's state
     try:
-        return await fixtures.load_document(
-            app_state, bodies.raw_body.get(), FIXTURE_NAME, caller.account_id
-        )
+        return await fixtures.load_document(app_state, raw_body, FIXTURE_NAME, caller.account_id)
     except fixtures.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.
         raise _fixture_error(exc) from None
@@ -78,14 +76,14 @@ def _account(account: Account) -> dict[str, Any]:
     }
 
 
-async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create_account(raw_body: bytes, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw import fixtures
 
     body = body or {}
     plan = None
     if body.get(ACCOUNT_FIXTURE) is not None:
         try:  # checked before anything is written: a bad document creates no account
-            plan, text = fixtures.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
+            plan, text = fixtures.check_member(raw_body, FIXTURE_NAME, ACCOUNT_FIXTURE)
         except fixtures.FixtureError as exc:
             raise _fixture_error(exc) from None
     account, created = await accounts.open_account(body.get("name") or "")
@@ -141,13 +139,15 @@ def _clock(offset: int) -> dict[str, Any]:
     return {"now": timefmt.rfc3339(now), "offset_seconds": offset}
 
 
-async def get_clock() -> dict[str, Any]:
-    return _clock(await accounts.clock_offset(_admin().account_id))
+async def get_clock(
+    caller: Caller,
+) -> dict[str, Any]:
+    return _clock(await accounts.clock_offset(_admin(caller).account_id))
 
 
-async def set_clock(body: Body = None) -> dict[str, Any]:
+async def set_clock(caller: Caller, body: Body = None) -> dict[str, Any]:
     body = body or {}
-    caller = _admin()
+    caller = _admin(caller)
 
     def moved(offset: int) -> int:
         real = datetime.now(UTC)
@@ -199,30 +199,34 @@ def _check_year(real: datetime, offset: int, field: str) -> None:
 # --- faults -------------------------------------------------------------------------------
 
 
-async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create_fault(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = _admin()
+    caller = _admin(caller)
     destination_id = _check_delivery_rule(body)
     rule = await faults.add_rule(caller, body, destination_id)
     return rule.to_api(), 201
 
 
-async def list_faults() -> dict[str, Any]:
-    rules = await faults.rules(_admin().account_id)
+async def list_faults(
+    caller: Caller,
+) -> dict[str, Any]:
+    rules = await faults.rules(_admin(caller).account_id)
     return {"faults": [rule.to_api() for rule in rules]}
 
 
-async def clear_faults() -> tuple[None, int]:
-    await faults.clear(_admin().account_id)
+async def clear_faults(
+    caller: Caller,
+) -> tuple[None, int]:
+    await faults.clear(_admin(caller).account_id)
     return None, 204
 
 
 # --- simulated agents ---------------------------------------------------------------------
 
 
-async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
+async def connect_agent(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = _admin()
+    caller = _admin(caller)
     agent = agents.Agent(
         authtoken=body["authtoken"],
         ip=body.get("ip", "127.0.0.1"),
@@ -235,8 +239,8 @@ async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
     return await agents.connect_now(caller.account_id, agent, wanted), 201
 
 
-async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
-    await agents.command(_admin(), id, agents.end)
+async def disconnect_agent(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
+    await agents.command(_admin(caller), id, agents.end)
     return None, 204
 
 
@@ -276,24 +280,26 @@ def _event_filters(
 
 
 async def list_events(
+    caller: Caller,
     type: str | None = None,  # noqa: A002 - the spec's parameter name
     destination_id: str | None = None,
     subscription_id: str | None = None,
     since: str | None = None,
     limit: int = 1000,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     filters = _event_filters(type, destination_id, subscription_id, since)
     return {"events": await events.recorded(caller.account_id, filters, limit)}
 
 
 async def count_events(
+    caller: Caller,
     type: str | None = None,  # noqa: A002 - the spec's parameter name
     destination_id: str | None = None,
     subscription_id: str | None = None,
     since: str | None = None,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     filters = _event_filters(type, destination_id, subscription_id, since)
     return {"count": await events.count(caller.account_id, filters)}
 
@@ -328,6 +334,7 @@ def _journal_match(
 
 
 async def list_requests(
+    caller: Caller,
     operation: str | None = None,
     method: str | None = None,
     path_prefix: str | None = None,
@@ -336,7 +343,7 @@ async def list_requests(
     since: str | None = None,
     limit: int = 1000,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
     keep = settings.current().journal_max_entries
     found = await journal.entries(caller.account_id, match, limit, keep)
@@ -344,6 +351,7 @@ async def list_requests(
 
 
 async def count_requests(
+    caller: Caller,
     operation: str | None = None,
     method: str | None = None,
     path_prefix: str | None = None,
@@ -351,22 +359,24 @@ async def count_requests(
     error_code: str | None = None,
     since: str | None = None,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
     keep = settings.current().journal_max_entries
     return {"count": await journal.count(caller.account_id, match, keep)}
 
 
-async def clear_requests() -> tuple[None, int]:
-    await journal.clear(_admin().account_id)
+async def clear_requests(
+    caller: Caller,
+) -> tuple[None, int]:
+    await journal.clear(_admin(caller).account_id)
     return None, 204
 
 
 # --- snapshots ----------------------------------------------------------------------------
 
 
-async def snapshot(include_secrets: bool = False) -> dict[str, Any]:
+async def snapshot(caller: Caller, include_secrets: bool = False) -> dict[str, Any]:
     from tunnelgw.services import snapshots
 
-    taken = await snapshots.take_now(_admin().account_id, include_secrets=include_secrets)
+    taken = await snapshots.take_now(_admin(caller).account_id, include_secrets=include_secrets)
     return {"version": 1, "snapshot": taken}

@@ -14,7 +14,8 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import AgentIngress
 from tunnelgw.rules import certmanagement, hostnames
-from tunnelgw.services import auth, certstore, crud, paging, reservations
+from tunnelgw.services import certstore, crud, paging, reservations
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
@@ -43,12 +44,12 @@ def _checked_domain(domain: str) -> str:
     return domain
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     domain = _checked_domain(body["domain"])
     ingress = AgentIngress.new(
         id=ids.new_id(AgentIngress.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         domain=domain,
         ns_targets=settings.current().ns_target_list(),
         region_domains=hostnames.region_domains(domain),
@@ -61,21 +62,22 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return ingress.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await certstore.read_settled(AgentIngress, id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await certstore.read_settled(caller, AgentIngress, id)
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    return await certstore.list_settled(AgentIngress, "ingresses", limit, before_id, filter)
+    return await certstore.list_settled(caller, AgentIngress, "ingresses", limit, before_id, filter)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    row = await reservations.update_ingress(auth.caller(), id, body)
+    row = await reservations.update_ingress(caller, id, body)
     return row.to_api()
 
 

@@ -12,15 +12,16 @@ from tunnelgw.core import ids
 from tunnelgw.models import AiGatewayApiKey
 from tunnelgw.models.ai_gateway_api_key import redacted
 from tunnelgw.services import ai_gateway_api_keys, auth, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 # The tokens' own prefix: they are no credential of this API, and look unlike its keys.
 TOKEN_PREFIX = "tgwai_"  # noqa: S105 - a public prefix, not a secret
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     token = TOKEN_PREFIX + ids.new_secret()
     key = AiGatewayApiKey.new(
         id=ids.new_id(AiGatewayApiKey.PREFIX),
@@ -36,9 +37,9 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return key.to_api(token=token), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    return (await ai_gateway_api_keys.update(auth.caller(), id, body)).to_api()
+    return (await ai_gateway_api_keys.update(caller, id, body)).to_api()
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

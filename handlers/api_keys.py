@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.models import ApiKey
-from tunnelgw.services import accounts, auth, crud
+from tunnelgw.services import accounts, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     key, token = await accounts.create_key(
         caller, body.get("owner_id"), body.get("description") or "", body.get("metadata") or ""
     )

@@ -4,11 +4,12 @@ deletes that user's sessions in the same unit of work (the user is signed out)."
 from __future__ import annotations
 
 from tunnelgw.models import ApplicationUser
-from tunnelgw.services import applications, auth, crud
+from tunnelgw.services import applications, crud
+from tunnelgw.services.auth import Caller
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    await applications.delete_user(auth.caller(), id)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await applications.delete_user(caller, id)
     return None, 204
 
 

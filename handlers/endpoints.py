@@ -12,11 +12,13 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import Endpoint
 from tunnelgw.rules import endpoint_urls, traffic_policy
-from tunnelgw.services import auth, cloud_endpoints, crud, listing, paging
+from tunnelgw.services import cloud_endpoints, crud, listing, paging
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter names
@@ -37,15 +39,15 @@ async def list(
             exact[field] = set(values)
             keep += [(names[0], value) for value in values]
     if filter is None and not exact:
-        return await crud.read_page(Endpoint, "endpoints", limit, before_id)
+        return await crud.read_page(caller, Endpoint, "endpoints", limit, before_id)
     return await listing.read_filtered(
-        Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
+        caller, Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
     )
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     target = endpoint_urls.check(body["url"], body.get("bindings"))
     policy = body["traffic_policy"]
     checked = traffic_policy.parse(policy, target.scheme)
@@ -65,12 +67,12 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return row.to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return (await cloud_endpoints.update(auth.caller(), id, body or {})).to_api()
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await cloud_endpoints.update(caller, id, body or {})).to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    await cloud_endpoints.delete(auth.caller(), id)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
+    await cloud_endpoints.delete(caller, id)
     return None, 204
 
 

@@ -14,7 +14,8 @@ from tunnelgw.models import EventDestination
 from tunnelgw.models.event_subscription import subscriptions_using
 from tunnelgw.rules import event_targets
 from tunnelgw.rules.event_targets import Target
-from tunnelgw.services import auth, crud
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
@@ -38,11 +39,11 @@ def _keeps_credential(destination: EventDestination, target: Target) -> bool:
     )
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     event_targets.check_create(body)
     destination = EventDestination.new(
-        id=ids.new_id(EventDestination.PREFIX), account_id=auth.caller().account_id
+        id=ids.new_id(EventDestination.PREFIX), account_id=caller.account_id
     )
     crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
     destination.format = event_targets.checked_format(body.get("format")) or "json"
@@ -50,7 +51,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return (await crud.add(destination)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     format_ = event_targets.checked_format(body.get("format"))
     target = event_targets.check_update(body)
@@ -66,7 +67,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
                 event_targets.require_credential(target)
                 _seal(destination, target)
 
-    return await crud.update_one(EventDestination, id, change, lock=True)
+    return await crud.update_one(caller, EventDestination, id, change, lock=True)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a

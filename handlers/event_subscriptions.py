@@ -11,7 +11,8 @@ from typing import Any
 
 from tunnelgw.core import ids
 from tunnelgw.models import EventSubscription
-from tunnelgw.services import auth, crud, event_subscriptions, paging
+from tunnelgw.services import crud, event_subscriptions, paging
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
@@ -20,9 +21,9 @@ def _destination_ids(body: dict[str, Any]) -> builtins.list[str]:
     return sorted(set(body.get("destination_ids") or []))
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     subscription = EventSubscription.new(
         id=ids.new_id(EventSubscription.PREFIX), account_id=caller.account_id
     )
@@ -32,17 +33,19 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return subscription.to_api(sources, destination_ids), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    subscription, sources, destinations = await event_subscriptions.read(auth.caller(), id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    subscription, sources, destinations = await event_subscriptions.read(caller, id)
     return subscription.to_api(sources, destinations)
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> crud.Listed:
     return await crud.read_page(
+        caller,
         EventSubscription,
         "event_subscriptions",
         limit,
@@ -52,15 +55,15 @@ async def list(
     )
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     # `sources: []` and `destination_ids: []` (and null) change nothing.
     subscription, sources, destinations = await event_subscriptions.update(
-        auth.caller(), id, body, _destination_ids(body)
+        caller, id, body, _destination_ids(body)
     )
     return subscription.to_api(sources, destinations)
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
     # The sources and destination links go with it (foreign keys ON DELETE CASCADE).
-    return await crud.delete_one(EventSubscription, id)
+    return await crud.delete_one(caller, EventSubscription, id)

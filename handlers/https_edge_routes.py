@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.services import auth, edges
+from tunnelgw.services import edges
+from tunnelgw.services.auth import Caller
 
 
-async def get(edge_id: str, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
-    return (await edges.read_route(auth.caller(), edge_id, id)).to_api()
+async def get(caller: Caller, edge_id: str, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
+    return (await edges.read_route(caller, edge_id, id)).to_api()

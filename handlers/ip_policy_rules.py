@@ -10,7 +10,8 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import IpPolicyRule
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, crud, ip_policies
+from tunnelgw.services import crud, ip_policies
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
@@ -22,9 +23,9 @@ def _cidr(value: str) -> str:
         raise ApiError(Code.INVALID_CIDR, str(exc), context=context, field="cidr") from None
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     rule = IpPolicyRule.new(
         id=ids.new_id(IpPolicyRule.PREFIX),
         account_id=caller.account_id,
@@ -36,7 +37,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return (await ip_policies.add_rule(caller, rule)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     cidr = _cidr(body["cidr"]) if body.get("cidr") is not None else None
 
@@ -45,7 +46,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         if cidr is not None:
             rule.cidr = cidr
 
-    return await crud.update_one(IpPolicyRule, id, change)
+    return await crud.update_one(caller, IpPolicyRule, id, change)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

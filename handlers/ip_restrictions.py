@@ -11,13 +11,14 @@ from typing import Any
 
 from tunnelgw.core import ids
 from tunnelgw.models import IpRestriction
-from tunnelgw.services import auth, crud, ip_policies
+from tunnelgw.services import crud, ip_policies
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     restriction = IpRestriction.new(
         id=ids.new_id(IpRestriction.PREFIX),
         account_id=caller.account_id,
@@ -30,18 +31,18 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return restriction.to_api(policy_ids), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    restriction, policy_ids = await ip_policies.read_restriction(auth.caller(), id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    restriction, policy_ids = await ip_policies.read_restriction(caller, id)
     return restriction.to_api(policy_ids)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    restriction, policy_ids = await ip_policies.update_restriction(auth.caller(), id, body or {})
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    restriction, policy_ids = await ip_policies.update_restriction(caller, id, body or {})
     return restriction.to_api(policy_ids)
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    await ip_policies.delete_restriction(auth.caller(), id)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await ip_policies.delete_restriction(caller, id)
     return None, 204
 
 

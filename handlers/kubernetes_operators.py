@@ -14,7 +14,8 @@ from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import Endpoint, KubernetesOperator
-from tunnelgw.services import auth, crud, kubernetes_operators, listing, paging
+from tunnelgw.services import crud, kubernetes_operators, listing, paging
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 BINDINGS = "bindings"  # the feature that gives an operator a binding
@@ -118,9 +119,9 @@ def settle_binding(row: KubernetesOperator, change: BindingChange | None) -> str
     return change.csr if change.csr not in (None, row.binding_csr) else None
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     change = binding_change(body.get("binding"))
     row = KubernetesOperator.new(
         id=ids.new_id(KubernetesOperator.PREFIX),
@@ -135,7 +136,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return (await kubernetes_operators.create(row, csr)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     """Description, metadata, enabled features, region, the deployment's name and version,
     and the binding (a new CSR is signed; the same one keeps the certificate)."""
     body = body or {}
@@ -148,10 +149,11 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         crud.apply_patch(row, body.get("deployment") or {}, DEPLOYMENT_FIELDS)
         return settle_binding(row, binding)
 
-    return (await kubernetes_operators.update(auth.caller(), id, change)).to_api()
+    return (await kubernetes_operators.update(caller, id, change)).to_api()
 
 
 async def get_bound_endpoints(
+    caller: Caller,
     id: str,  # noqa: A002 - the spec's parameter names
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
@@ -160,7 +162,7 @@ async def get_bound_endpoints(
     """The account's endpoints with a `kubernetes` binding that one of the operator's
     selectors matches (none without a binding), and `filter` when given; newest first, paged
     as filtered lists are (tunnelgw.services.listing)."""
-    row = await crud.read_owned(auth.caller(), KubernetesOperator, id)
+    row = await crud.read_owned(caller, KubernetesOperator, id)
     start = paging.cursor(Endpoint.PREFIX, before_id)
     narrow = None if filter is None else listing.compile_for(filter, "Endpoint")
     selectors = [listing.compile_for(text, "Endpoint") for text in row.endpoint_selectors or ()]
@@ -174,7 +176,7 @@ async def get_bound_endpoints(
 
     found = listing.Found([], None)
     if selectors:
-        found = await listing.scan(Endpoint, start, limit, bound)
+        found = await listing.scan(caller, Endpoint, start, limit, bound)
     query = [] if filter is None else [("filter", filter)]
     path = f"{KubernetesOperator.PATH}/{row.id}/bound_endpoints"
     return listing.envelope("endpoints", path, found, limit, query)

@@ -6,16 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.models import ReservedAddr
-from tunnelgw.services import auth, crud, reservations
+from tunnelgw.services import crud, reservations
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 DEFAULT_REGION = "us"
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     region = body.get("region") or DEFAULT_REGION
-    addr = await reservations.reserve_addr(auth.caller(), region, body)
+    addr = await reservations.reserve_addr(caller, region, body)
     return addr.to_api(), 201
 
 

@@ -15,7 +15,7 @@ from tunnelgw.core.errors import Code
 from tunnelgw.models import ReservedDomain
 from tunnelgw.models.endpoint import cloud_endpoints_on
 from tunnelgw.rules import certmanagement, reserved_names
-from tunnelgw.services import auth, certstore, crud, paging, reservations
+from tunnelgw.services import certstore, crud, paging, reservations
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
@@ -48,45 +48,46 @@ def _resolves_to(value: Any) -> Any:
     return [entry["value"] for entry in value or ()]
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     row = _new_row(body, caller)
     await reservations.create_domain(caller, row, body.get("certificate_id"))
     return row.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await certstore.read_settled(ReservedDomain, id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await certstore.read_settled(caller, ReservedDomain, id)
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
     return await certstore.list_settled(
-        ReservedDomain, "reserved_domains", limit, before_id, filter
+        caller, ReservedDomain, "reserved_domains", limit, before_id, filter
     )
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     certmanagement.check_exclusive(body)
     resolves_to = _resolves_to(body["resolves_to"]) if "resolves_to" in body else None
-    row = await reservations.update_domain(auth.caller(), id, body, resolves_to)
+    row = await reservations.update_domain(caller, id, body, resolves_to)
     return row.to_api()
 
 
-async def detach_certificate_management_policy(id: str) -> tuple[None, int]:  # noqa: A002
-    await reservations.detach_policy(auth.caller(), id)
+async def detach_certificate_management_policy(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await reservations.detach_policy(caller, id)
     return None, 204
 
 
-async def detach_certificate(id: str) -> tuple[None, int]:  # noqa: A002
+async def detach_certificate(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
     """204 as the API document says, also under a policy: then management stays on and a
     new provisioning job starts (`certificate` is null until it issues one)."""
-    await reservations.detach_certificate(auth.caller(), id)
+    await reservations.detach_certificate(caller, id)
     return None, 204
 
 

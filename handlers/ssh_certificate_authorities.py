@@ -13,14 +13,15 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import SshCertificateAuthority
-from tunnelgw.services import auth, crud, ssh_signing
+from tunnelgw.services import crud, ssh_signing
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 # tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that make keys:
 # a server that never makes an SSH CA does not load it.
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw.crypto import ssh
 
     body = body or {}
@@ -30,7 +31,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         )
     except CryptoError as exc:
         raise ApiError(Code[exc.rule.name], exc.msg, field=exc.field or "body") from None
-    account_id = auth.caller().account_id
+    account_id = caller.account_id
     # An RSA 4096 key takes about half a second: keep the event loop free meanwhile.
     key = await asyncio.to_thread(ssh.generate_ca_key, spec)
     ca_id = ids.new_id(SshCertificateAuthority.PREFIX)

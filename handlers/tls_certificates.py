@@ -14,14 +14,15 @@ from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import TlsCertificate
 from tunnelgw.models.reserved_domain import using_certificate
 from tunnelgw.models.tls_certificate import certificate_columns
-from tunnelgw.services import auth, crud
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 # tunnelgw.crypto.tls (and cryptography, ~8 MiB) is imported by the operation that parses:
 # a server that never gets a certificate does not load it.
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw.crypto import tls
 
     body = body or {}
@@ -36,7 +37,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     cert_id = ids.new_id(TlsCertificate.PREFIX)
     cert = TlsCertificate.new(
         id=cert_id,
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         certificate_pem=parsed.certificate_pem,
         wrapped_private_key=keys.wrap(
             keys.current(), parsed.private_key_der, cert_id.encode("ascii")

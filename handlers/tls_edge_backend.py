@@ -12,7 +12,8 @@ from typing import Any
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Edge
 from tunnelgw.models.edge import backend_module
-from tunnelgw.services import auth, edges
+from tunnelgw.services import edges
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
@@ -48,16 +49,16 @@ def requested_module(body: dict[str, Any]) -> tuple[str, bool | None, str]:
     return backend_id, body.get("enabled"), field
 
 
-async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def replace(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     backend_id, enabled, field = requested_module(body or {})
     module = {"backend_id": backend_id, "enabled": enabled}
-    return _module(await edges.replace_backend(auth.caller(), id, module, field))
+    return _module(await edges.replace_backend(caller, id, module, field))
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002
-    return _module(await edges.read(auth.caller(), "tls", id))
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002
+    return _module(await edges.read(caller, "tls", id))
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    await edges.clear_backend(auth.caller(), id)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await edges.clear_backend(caller, id)
     return None, 204

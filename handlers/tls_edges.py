@@ -9,32 +9,34 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import Edge
 from tunnelgw.models.edge import KIND_PREFIXES
-from tunnelgw.services import auth, crud, edges, paging
+from tunnelgw.services import crud, edges, paging
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    caller = auth.caller()
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    caller = caller
     edge = Edge.new(id=ids.new_id(KIND_PREFIXES["tls"]), account_id=caller.account_id, kind="tls")
     return (await edges.create_tls(caller, edge, body or {})).to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return (await edges.read(auth.caller(), "tls", id)).to_api()
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return (await edges.read(caller, "tls", id)).to_api()
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> crud.Listed:
-    return await edges.read_page("tls", limit, before_id, filter)
+    return await edges.read_page(caller, "tls", limit, before_id, filter)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return (await edges.update_tls(auth.caller(), id, body or {})).to_api()
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await edges.update_tls(caller, id, body or {})).to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    await edges.delete(auth.caller(), "tls", id)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await edges.delete(caller, "tls", id)
     return None, 204

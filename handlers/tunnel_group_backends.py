@@ -11,28 +11,29 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import Code
 from tunnelgw.models import TunnelGroupBackend
 from tunnelgw.models.tunnel_group_backend import modules_using
-from tunnelgw.services import auth, crud, tunnel_groups
+from tunnelgw.services import crud, tunnel_groups
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     backend = TunnelGroupBackend.new(
         id=ids.new_id(TunnelGroupBackend.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         labels=dict(body.get("labels") or {}),
     )
     crud.apply_patch(backend, body, crud.DESCRIBED_FIELDS)
     return backend.to_api(await tunnel_groups.create(backend)), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    backend, tunnels = await tunnel_groups.read(auth.caller(), id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    backend, tunnels = await tunnel_groups.read(caller, id)
     return backend.to_api(tunnels)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    backend, tunnels = await tunnel_groups.update(auth.caller(), id, body or {})
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    backend, tunnels = await tunnel_groups.update(caller, id, body or {})
     return backend.to_api(tunnels)
 
 

@@ -6,25 +6,26 @@ of its major version, which it runs once restarted."""
 from __future__ import annotations
 
 from tunnelgw.models import TunnelSession
-from tunnelgw.services import agents, auth, crud
+from tunnelgw.services import agents, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 # Each command acts on the caller's session `id` (a body `id` equals it: the spec's
 # PathIdEcho, checked before the handler).
 
 
-async def stop(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    await agents.command(auth.caller(), id, agents.end)
+async def stop(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.end)
     return None, 204
 
 
-async def restart(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    await agents.command(auth.caller(), id, agents.restart)
+async def restart(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.restart)
     return None, 204
 
 
-async def update(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    await agents.command(auth.caller(), id, agents.update)
+async def update(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.update)
     return None, 204
 
 

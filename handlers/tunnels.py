@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.models import Tunnel
-from tunnelgw.services import auth, crud, tunnel_groups
+from tunnelgw.services import crud, tunnel_groups
+from tunnelgw.services.auth import Caller
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    tunnel, backends = await tunnel_groups.read_tunnel(auth.caller(), id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    tunnel, backends = await tunnel_groups.read_tunnel(caller, id)
     return tunnel.to_api(backends)
 
 

@@ -8,16 +8,17 @@ from typing import Any
 
 from tunnelgw.core.errors import Code
 from tunnelgw.models import VaultSecret
-from tunnelgw.services import auth, cloud_endpoints, crud, vaults
+from tunnelgw.services import cloud_endpoints, crud, vaults
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    return (await vaults.create_secret(auth.caller(), body or {})).to_api(), 201
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    return (await vaults.create_secret(caller, body or {})).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return (await vaults.update_secret(auth.caller(), id, body or {})).to_api()
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await vaults.update_secret(caller, id, body or {})).to_api()
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a cloud

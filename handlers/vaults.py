@@ -9,14 +9,15 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.core.errors import Code
 from tunnelgw.models import Vault
-from tunnelgw.services import auth, crud, paging, vaults
+from tunnelgw.services import crud, paging, vaults
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     name: str = body["name"]  # required by the schema
-    caller = auth.caller()
+    caller = caller
     vault = Vault.new(
         id=ids.new_id(Vault.PREFIX),
         account_id=caller.account_id,
@@ -29,17 +30,18 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     return (await vaults.create_vault(caller, vault)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    return (await vaults.update_vault(auth.caller(), id, body or {})).to_api()
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await vaults.update_vault(caller, id, body or {})).to_api()
 
 
 async def list_secrets(
+    caller: Caller,
     id: str,  # noqa: A002
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002
 ) -> dict[str, Any]:
-    return await vaults.secrets_page(id, limit, before_id, filter)
+    return await vaults.secrets_page(caller, id, limit, before_id, filter)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a secret's

@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models.base import AccountScoped, Owned
-from tunnelgw.services import auth, listing, ownership, paging, quotas, rendercache
+from tunnelgw.services import listing, ownership, paging, quotas, rendercache
 from tunnelgw.services.auth import NOT_CARRIED, Caller
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
@@ -32,7 +32,9 @@ Listed = dict[str, Any] | rendercache.Page
 
 
 async def _of_caller(unit: Unit, model: type[R], caller: Caller, id_: str, lock: Lock) -> R | None:
-    carried: Any = NOT_CARRIED if unit.writes or lock else auth.take_carried(model, id_)
+    carried: Any = NOT_CARRIED
+    if caller.carried is not None and not (unit.writes or lock):
+        carried = caller.carried.take(model, id_)
     row: R | None = await unit.get(model, id_, lock=lock) if carried is NOT_CARRIED else carried
     return row if row is not None and row.account_id == caller.account_id else None
 
@@ -132,13 +134,14 @@ async def read_owned(caller: Caller, model: type[R], id_: str) -> R:
         return await get_owned(unit, model, caller, id_)
 
 
-async def read_one(model: type[R], id_: str) -> dict[str, Any]:
+async def read_one(caller: Caller, model: type[R], id_: str) -> dict[str, Any]:
     """GET: the caller's row `id_` in its API shape (404 if it is not the caller's)."""
     async with db.read() as unit:
-        return (await get_owned(unit, model, auth.caller(), id_)).to_api()
+        return (await get_owned(unit, model, caller, id_)).to_api()
 
 
 async def read_page(
+    caller: Caller,
     model: type[R],
     key: str,
     limit: int,
@@ -158,6 +161,7 @@ async def read_page(
     renders and validates."""
     if filter_ is not None:
         return await listing.read_filtered(
+            caller,
             model,
             key,
             limit,
@@ -170,16 +174,15 @@ async def read_page(
         )
     async with db.read() as unit:
         if renderer is None and unit.dialect == "sqlite" and rendercache.cacheable(model):
-            return await _cached_page(unit, model, key, limit, before_id, prefix, path)
-        rows, more = await paging.page_rows(
-            unit, model, auth.caller(), limit, before_id, prefix=prefix
-        )
+            return await _cached_page(unit, caller, model, key, limit, before_id, prefix, path)
+        rows, more = await paging.page_rows(unit, model, caller, limit, before_id, prefix=prefix)
         render = await renderer(unit, rows) if renderer is not None and rows else None
     return paging.envelope(key, path or model.PATH, rows, limit, more=more, render=render)
 
 
 async def _cached_page(
     unit: Unit,
+    caller: Caller,
     model: type[R],
     key: str,
     limit: int,
@@ -190,7 +193,7 @@ async def _cached_page(
     """`read_page` of a model whose items render through tunnelgw.services.rendercache: the
     same rows (`paging.page_rows`), unloaded, in a `Page` the pipeline renders."""
     start = paging.cursor(prefix or model.PREFIX, before_id)
-    condition, args = paging.keyset(unit.mark, auth.caller().account_id, start, limit + 1, prefix)
+    condition, args = paging.keyset(unit.mark, caller.account_id, start, limit + 1, prefix)
     rows = await unit.select_rows(model, condition, args)
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
@@ -221,25 +224,27 @@ async def add_owned(caller: Caller, owner_id: str | None, build: Callable[[str],
 
 
 async def update_one(
-    model: type[R], id_: str, change: Callable[[R], None], *, lock: Lock = False
+    caller: Caller, model: type[R], id_: str, change: Callable[[R], None], *, lock: Lock = False
 ) -> dict[str, Any]:
     """PATCH: apply `change` to the caller's row `id_` (locked as `lock` says) and commit; its
     new API shape (404, or 403 when the caller may not change it: `get_managed`)."""
     async with db.write() as unit:
-        row = await get_managed(unit, model, auth.caller(), id_, lock=lock)
+        row = await get_managed(unit, model, caller, id_, lock=lock)
         change(row)
     return row.to_api()
 
 
-async def update_described(model: type[R], id_: str, body: Body) -> dict[str, Any]:
+async def update_described(caller: Caller, model: type[R], id_: str, body: Body) -> dict[str, Any]:
     """PATCH for resources whose only changeable fields are description and metadata."""
-    return await update_one(model, id_, lambda row: apply_patch(row, body or {}, DESCRIBED_FIELDS))
+    return await update_one(
+        caller, model, id_, lambda row: apply_patch(row, body or {}, DESCRIBED_FIELDS)
+    )
 
 
-async def delete_one(model: type[R], id_: str) -> tuple[None, int]:
+async def delete_one(caller: Caller, model: type[R], id_: str) -> tuple[None, int]:
     """DELETE: remove the caller's row `id_`; the empty 204 response."""
     async with db.write() as unit:
-        await delete_owned(unit, model, auth.caller(), id_)
+        await delete_owned(unit, model, caller, id_)
     return None, 204
 
 
@@ -278,12 +283,14 @@ class InUse:
         return error
 
 
-async def delete_unless_used(model: type[R], id_: str, guard: InUse) -> tuple[None, int]:
+async def delete_unless_used(
+    caller: Caller, model: type[R], id_: str, guard: InUse
+) -> tuple[None, int]:
     """DELETE of a row other rows refer to: the caller's row `id_`, locked before its users
     are read (`guard.users`), so a writer that takes it up (and share-locks it) waits or is
     waited for; the guard's refusal when any uses it, else the row removed (204)."""
     async with db.write() as unit:
-        row = await get_managed(unit, model, auth.caller(), id_, lock=True)
+        row = await get_managed(unit, model, caller, id_, lock=True)
         using = await guard.users(unit, row)
         if using:
             raise guard.refusal(row, using)
@@ -322,30 +329,38 @@ class Resource(Generic[R]):
         self.renderer = renderer
         self.in_use = in_use
 
-    async def create(self, body: Body = None) -> tuple[dict[str, Any], int]:
+    async def create(self, caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
         model = self.model
-        row = model.new(id=ids.new_id(model.PREFIX), account_id=auth.caller().account_id)
+        row = model.new(id=ids.new_id(model.PREFIX), account_id=caller.account_id)
         apply_patch(row, body or {}, self.fields)
         return (await add(row)).to_api(), 201
 
-    async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-        return await read_one(self.model, id)
+    async def get(self, caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002
+        return await read_one(caller, self.model, id)
 
     async def list(
         self,
+        caller: Caller,
         limit: int = paging.MAX_LIMIT,
         before_id: str | None = None,
         filter: str | None = None,  # noqa: A002 - the spec's parameter name
     ) -> Listed:
         return await read_page(
-            self.model, self.key, limit, before_id, filter, renderer=self.renderer
+            caller, self.model, self.key, limit, before_id, filter, renderer=self.renderer
         )
 
-    async def update(self, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    async def update(
+        self,
+        caller: Caller,
+        id: str,  # noqa: A002
+        body: Body = None,
+    ) -> dict[str, Any]:
         fields = self.fields
-        return await update_one(self.model, id, lambda row: apply_patch(row, body or {}, fields))
+        return await update_one(
+            caller, self.model, id, lambda row: apply_patch(row, body or {}, fields)
+        )
 
-    async def delete(self, id: str) -> tuple[None, int]:  # noqa: A002
+    async def delete(self, caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
         if self.in_use is not None:
-            return await delete_unless_used(self.model, id, self.in_use)
-        return await delete_one(self.model, id)
+            return await delete_unless_used(caller, self.model, id, self.in_use)
+        return await delete_one(caller, self.model, id)

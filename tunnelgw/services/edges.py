@@ -30,6 +30,7 @@ async def get(unit: Unit, caller: Caller, kind: str, edge_id: str, *, lock: Lock
 
 
 async def read_page(
+    caller: Caller,
     kind: str,
     limit: int,
     before_id: str | None,
@@ -40,6 +41,7 @@ async def read_page(
     """LIST of the caller's edges of `kind` (`/edges/{kind}`, envelope `{kind}_edges`, items
     of the spec schema `HttpsEdge`, `TcpEdge` or `TlsEdge`)."""
     return await crud.read_page(
+        caller,
         Edge,
         f"{kind}_edges",
         limit,

@@ -14,7 +14,7 @@ from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
 from tunnelgw.models import Vault, VaultSecret
-from tunnelgw.services import auth, crud, listing, paging, quotas
+from tunnelgw.services import crud, listing, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
@@ -147,14 +147,14 @@ async def secrets_in(unit: Unit, vault_id: str, start: str | None, count: int) -
 
 
 async def secrets_page(
-    vault_id: str, limit: int, before_id: str | None, expression: str | None
+    caller: Caller, vault_id: str, limit: int, before_id: str | None, expression: str | None
 ) -> dict[str, Any]:
     """GET /vaults/{id}/secrets: a page of the caller's vault's secrets, newest first, those
     matching `expression` when given (as on every list); 404 for another account's vault."""
     path = f"{Vault.PATH}/{vault_id}/secrets"
     start = paging.cursor(VaultSecret.PREFIX, before_id)
     async with db.read() as unit:
-        vault = await crud.get_owned(unit, Vault, auth.caller(), vault_id)
+        vault = await crud.get_owned(unit, Vault, caller, vault_id)
         if expression is None:
             rows = await secrets_in(unit, vault.id, start, limit + 1)
             return paging.envelope("secrets", path, rows[:limit], limit, more=len(rows) > limit)
@@ -163,7 +163,7 @@ async def secrets_page(
         return await secrets_in(unit, vault.id, cursor, count)
 
     return await listing.read_filtered(
-        VaultSecret, "secrets", limit, before_id, expression, path=path, fetch=fetch
+        caller, VaultSecret, "secrets", limit, before_id, expression, path=path, fetch=fetch
     )
 
 
