@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
@@ -81,6 +81,31 @@ async def get_reference(
             field=field,
         )
     return row
+
+
+async def relink(
+    unit: Unit,
+    caller: Caller,
+    model: type[R],
+    ids_: Sequence[str],
+    field: str,
+    column: Any,
+    owner_id: str,
+    links: Sequence[Any],
+) -> None:
+    """Make `links` (new rows of a link table) the links of the row `owner_id`, in place of
+    the rows whose `column` names it. `ids_` are the rows of `model` the links refer to: each
+    must be the caller's (404 ERR_REFERENCE_NOT_FOUND naming `field`), share-locked so it
+    cannot be deleted meanwhile (its delete guard waits, then sees the link)."""
+    for id_ in ids_:
+        await get_reference(unit, model, caller, id_, field, lock="share")
+    await unit.exec(_unlink_query(column), {"owner": owner_id})
+    unit.add_all(list(links))
+
+
+@functools.cache
+def _unlink_query(column: Any) -> Query:
+    return Query(delete(column.class_).where(column == bindparam("owner")))
 
 
 async def taken(unit: Unit, column: Any, value: str) -> bool:

@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import delete as sql_delete
-from sqlmodel import col
-
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import (
     EventDestination,
@@ -33,26 +30,25 @@ Subscribed = tuple[EventSubscription, list[EventSource], list[str]]
 async def _link(
     unit: Unit, caller: Caller, subscription: EventSubscription, destination_ids: list[str]
 ) -> None:
-    """Make `destination_ids` the subscription's destinations; each must be the caller's
-    (404 ERR_REFERENCE_NOT_FOUND), share-locked so it cannot be deleted meanwhile."""
-    for destination_id in destination_ids:
-        await crud.get_reference(
-            unit, EventDestination, caller, destination_id, "destination_ids", lock="share"
+    """Make `destination_ids` the subscription's destinations (`crud.relink`)."""
+    links = [
+        EventSubscriptionDestination.new(
+            subscription_id=subscription.id,
+            destination_id=destination_id,
+            account_id=subscription.account_id,
         )
-    await unit.exec(
-        sql_delete(EventSubscriptionDestination).where(
-            col(EventSubscriptionDestination.subscription_id) == subscription.id
-        )
-    )
-    unit.add_all(
-        [
-            EventSubscriptionDestination.new(
-                subscription_id=subscription.id,
-                destination_id=destination_id,
-                account_id=subscription.account_id,
-            )
-            for destination_id in destination_ids
-        ]
+        for destination_id in destination_ids
+    ]
+    subscribed = EventSubscriptionDestination.subscription_id
+    await crud.relink(
+        unit,
+        caller,
+        EventDestination,
+        destination_ids,
+        "destination_ids",
+        subscribed,
+        subscription.id,
+        links,
     )
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, select
-from sqlalchemy import delete as sql_delete
 from sqlmodel import col
 
 from tunnelgw.models import Account, IpPolicy, IpPolicyRule, IpRestriction, IpRestrictionPolicy
@@ -36,25 +35,19 @@ async def add_rule(caller: Caller, rule: IpPolicyRule) -> IpPolicyRule:
 async def _link(
     unit: Unit, caller: Caller, restriction: IpRestriction, policy_ids: Sequence[str]
 ) -> None:
-    """Make `policy_ids` the restriction's policies, in order; each must be the caller's
-    (404 ERR_REFERENCE_NOT_FOUND), share-locked so it cannot be deleted meanwhile."""
-    for policy_id in policy_ids:
-        await crud.get_reference(unit, IpPolicy, caller, policy_id, "ip_policy_ids", lock="share")
-    await unit.exec(
-        sql_delete(IpRestrictionPolicy).where(
-            col(IpRestrictionPolicy.restriction_id) == restriction.id
+    """Make `policy_ids` the restriction's policies, in order (`crud.relink`)."""
+    links = [
+        IpRestrictionPolicy.new(
+            restriction_id=restriction.id,
+            position=position,
+            ip_policy_id=policy_id,
+            account_id=restriction.account_id,
         )
-    )
-    unit.add_all(
-        [
-            IpRestrictionPolicy.new(
-                restriction_id=restriction.id,
-                position=position,
-                ip_policy_id=policy_id,
-                account_id=restriction.account_id,
-            )
-            for position, policy_id in enumerate(policy_ids)
-        ]
+        for position, policy_id in enumerate(policy_ids)
+    ]
+    restricted = IpRestrictionPolicy.restriction_id
+    await crud.relink(
+        unit, caller, IpPolicy, policy_ids, "ip_policy_ids", restricted, restriction.id, links
     )
     await unit.flush()
 
