@@ -14,9 +14,9 @@ from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import AbuseReport
 from tunnelgw.rules import hostnames
-from tunnelgw.services import abuse, auth, crud, quotas
+from tunnelgw.services import abuse, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def reported_hostnames(urls: Sequence[str]) -> list[str]:
@@ -39,23 +39,19 @@ def reported_hostnames(urls: Sequence[str]) -> list[str]:
     return found
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     urls = list(body["urls"])
     names = reported_hostnames(urls)
     report = AbuseReport.new(
         id=ids.new_id(AbuseReport.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         urls=urls,
         meta=body.get("metadata") or "",
         step_seconds=settings.current().abuse_report_review_seconds,
     )
-    async with db.write() as unit:
-        served = await abuse.served(unit, names)
-        report.hostnames = [{"hostname": name, "served": name in served} for name in names]
-        await quotas.add(unit, report)
-    return report.to_api(), 201
+    return (await abuse.report(report, names)).to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await crud.read_one(AbuseReport, id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await crud.read_one(caller, AbuseReport, id)

@@ -12,11 +12,10 @@ from typing import Any
 
 from tunnelgw.core import ids, scopes, timefmt
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import AccessToken, Principal
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.models import AccessToken
+from tunnelgw.services import auth, crud
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _scopes(caller: Caller, wanted: Iterable[str]) -> Sequence[str]:
@@ -59,38 +58,37 @@ def expiry(text: str | None) -> datetime | None:
     return value.replace(microsecond=0)
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     chosen = _scopes(caller, body.get("scopes") or ())
     expires_at = expiry(body.get("expires_at"))
     token = auth.new_access_token()
-    async with db.write() as unit:
-        # Share-locked, as an owned row's owner is (tunnelgw.services.ownership.owner).
-        owner = await unit.get(Principal, caller.principal_id, lock="share")
-        if owner is None:  # pragma: no cover - the credential check read it a moment ago
-            raise ApiError(Code.INVALID_CREDENTIALS)
-        row = AccessToken.new(
+
+    def build(owner_id: str) -> AccessToken:
+        return AccessToken.new(
             id=ids.new_id(AccessToken.PREFIX),
             account_id=caller.account_id,
-            owner_id=owner.id,
+            owner_id=owner_id,
             description=body.get("description") or "",
             meta=body.get("metadata") or "",
             token_hash=auth.hash_token(token),
             scopes=[*chosen],
             expires_at=expires_at,
         )
-        await quotas.add(unit, row)
+
+    # The owner is the caller, share-locked as an owned row's owner is.
+    row = await crud.add_owned(caller, None, build)
     return row.to_api(token=token), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     wanted = body.get("scopes")
     chosen = _scopes(caller, wanted) if wanted is not None else None
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, AccessToken, caller, id)
+
+    def change(row: AccessToken) -> None:
         if chosen is not None and [*chosen] != [*row.scopes]:
             if row.owner_id != caller.principal_id:
                 raise ApiError(
@@ -103,17 +101,19 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
                 )
             row.scopes = [*chosen]
         crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
-    return row.to_api()
+
+    return await crud.update_one(caller, AccessToken, id, change)
 
 
-async def revoke(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def revoke(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     """The token stops authenticating at once and stays listed with `revoked_at` (revoking
     it again keeps the first time)."""
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, AccessToken, auth.caller(), id, lock=True)
+
+    def change(row: AccessToken) -> None:
         if row.revoked_at is None:
             row.revoked_at = timefmt.utcnow()
-    return row.to_api()
+
+    return await crud.update_one(caller, AccessToken, id, change, lock=True)
 
 
 resource = crud.Resource(AccessToken, "access_tokens")

@@ -9,29 +9,21 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
-from sqlmodel import col
-
-from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
-from tunnelgw.http.pipeline import bodies
-from tunnelgw.models import Account, EventDestination, FaultRule, TunnelSession
+from tunnelgw.models import Account
 from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import (
     accounts,
     agents,
-    auth,
-    crud,
     events,
     faults,
     journal,
     paging,
-    quotas,
 )
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
 
@@ -39,31 +31,33 @@ FIXTURE_NAME = "request body"  # how problem positions name the document
 MAX_YEAR = 9000  # the clock stays where every timestamp can still be written
 
 
-def _admin() -> Caller:
-    caller = auth.caller()
+def _admin(caller: Caller) -> Caller:
+    """The caller, when an admin; ApiError(403) else."""
     if not caller.is_admin:
         raise ApiError(Code.PERMISSION_DENIED, "The admin API is for admin principals only.")
     return caller
 
 
-async def reset() -> dict[str, Any]:
+async def reset(
+    caller: Caller,
+) -> dict[str, Any]:
     from tunnelgw import seeding
 
-    caller = _admin()
-    deleted = await seeding.reset(db.current(), caller.account_id)
+    caller = _admin(caller)
+    app_state = state.active()
+    assert app_state is not None  # requests run under their app's state
+    deleted = await seeding.reset(app_state.database, caller.account_id)
     return {"account_id": caller.account_id, "deleted": deleted}
 
 
-async def load_fixtures(body: Body = None) -> dict[str, Any]:
+async def load_fixtures(caller: Caller, raw_body: bytes, body: Body = None) -> dict[str, Any]:
     from tunnelgw import seeding
 
-    caller = _admin()
+    caller = _admin(caller)
     app_state = state.active()
     assert app_state is not None  # requests run under their app's state
     try:
-        return await seeding.load_document(
-            app_state, bodies.raw_body.get(), FIXTURE_NAME, caller.account_id
-        )
+        return await seeding.load_document(app_state, raw_body, FIXTURE_NAME, caller.account_id)
     except seeding.FixtureError as exc:
         # `written`: an api item was refused after the rows before it were written.
         raise _fixture_error(exc) from None
@@ -82,20 +76,17 @@ def _account(account: Account) -> dict[str, Any]:
     }
 
 
-async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create_account(raw_body: bytes, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw import seeding
 
     body = body or {}
     plan = None
     if body.get(ACCOUNT_FIXTURE) is not None:
         try:  # checked before anything is written: a bad document creates no account
-            plan, text = seeding.check_member(bodies.raw_body.get(), FIXTURE_NAME, ACCOUNT_FIXTURE)
+            plan, text = seeding.check_member(raw_body, FIXTURE_NAME, ACCOUNT_FIXTURE)
         except seeding.FixtureError as exc:
             raise _fixture_error(exc) from None
-    async with db.write() as unit:
-        created = await accounts.create_account_with_admin(unit, body.get("name") or "")
-        account = await unit.get(Account, created.account_id)
-        assert account is not None  # just made
+    account, created = await accounts.open_account(body.get("name") or "")
     answer = _account(account) | {
         "admin_user_id": created.principal_id,
         "api_key_id": created.api_key_id,
@@ -110,17 +101,12 @@ async def create_account(body: Body = None) -> tuple[dict[str, Any], int]:
                 app_state, plan, text, created.account_id, once=False
             )
         except seeding.FixtureError as exc:
-            await _drop(created.account_id)  # the account with the document, or none
+            await accounts.drop_account(created.account_id)  # with the document, or none
             raise _fixture_error(exc, written=False) from None
         except BaseException:
-            await _drop(created.account_id)
+            await accounts.drop_account(created.account_id)
             raise
     return answer, 201
-
-
-async def _drop(account_id: str) -> None:
-    async with db.write() as unit:
-        await accounts.delete_account(unit, account_id)
 
 
 def _fixture_error(exc: Any, *, written: bool | None = None) -> ApiError:
@@ -134,14 +120,12 @@ def _fixture_error(exc: Any, *, written: bool | None = None) -> ApiError:
 
 
 async def list_accounts(limit: int = 100, before_id: str | None = None) -> dict[str, Any]:
-    async with db.read() as unit:
-        rows, more = await accounts.page(unit, limit, before_id)
+    rows, more = await accounts.page(limit, before_id)
     return paging.envelope("accounts", "/_admin/accounts", rows, limit, more=more, render=_account)
 
 
 async def delete_account(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's name
-    async with db.write() as unit:
-        deleted = await accounts.delete_account(unit, id)
+    deleted = await accounts.drop_account(id)
     if deleted is None:
         raise ApiError(Code.NOT_FOUND, f"No account {id!r}.", id=id)
     return {"account_id": id, "deleted": deleted}
@@ -155,42 +139,40 @@ def _clock(offset: int) -> dict[str, Any]:
     return {"now": timefmt.rfc3339(now), "offset_seconds": offset}
 
 
-async def get_clock() -> dict[str, Any]:
-    caller = _admin()
-    async with db.read() as unit:
-        account = await unit.get(Account, caller.account_id)
-    assert account is not None  # the caller's key names it
-    return _clock(account.clock_offset_seconds)
+async def get_clock(
+    caller: Caller,
+) -> dict[str, Any]:
+    return _clock(await accounts.clock_offset(_admin(caller).account_id))
 
 
-async def set_clock(body: Body = None) -> dict[str, Any]:
+async def set_clock(caller: Caller, body: Body = None) -> dict[str, Any]:
     body = body or {}
-    caller = _admin()
-    async with db.write() as unit:
-        account = await unit.get(Account, caller.account_id, lock=True)
-        assert account is not None  # the caller's key names it
+    caller = _admin(caller)
+
+    def moved(offset: int) -> int:
         real = datetime.now(UTC)
-        offset = account.clock_offset_seconds
         if body.get("reset"):
-            offset = 0
-        elif "advance_seconds" in body:
+            return 0
+        if "advance_seconds" in body:
             offset += body["advance_seconds"]
             _check_year(real, offset, "advance_seconds")
-        else:
-            target = _parse(body["set"])
-            current = real + timedelta(seconds=offset)
-            if target < current.replace(microsecond=0):
-                raise ApiError(
-                    Code.INVALID_FIELD,
-                    f"set {body['set']!r} is before the clock's current time "
-                    f"{timefmt.rfc3339(current)}; the clock never moves backwards "
-                    '(send {"reset": true} to go back to the real time).',
-                    field="set",
-                )
-            wanted = math.ceil((target - real.replace(microsecond=0)).total_seconds())
-            offset = max(offset, wanted)
-            _check_year(real, offset, "set")
-        account.clock_offset_seconds = offset
+            return offset
+        target = _parse(body["set"])
+        current = real + timedelta(seconds=offset)
+        if target < current.replace(microsecond=0):
+            raise ApiError(
+                Code.INVALID_FIELD,
+                f"set {body['set']!r} is before the clock's current time "
+                f"{timefmt.rfc3339(current)}; the clock never moves backwards "
+                '(send {"reset": true} to go back to the real time).',
+                field="set",
+            )
+        wanted = math.ceil((target - real.replace(microsecond=0)).total_seconds())
+        offset = max(offset, wanted)
+        _check_year(real, offset, "set")
+        return offset
+
+    offset = await accounts.move_clock(caller.account_id, moved)
     timefmt.clock_offset.set(timedelta(seconds=offset) if offset else None)
     return _clock(offset)
 
@@ -217,63 +199,34 @@ def _check_year(real: datetime, offset: int, field: str) -> None:
 # --- faults -------------------------------------------------------------------------------
 
 
-async def create_fault(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create_fault(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = _admin()
+    caller = _admin(caller)
     destination_id = _check_delivery_rule(body)
-    async with db.write() as unit:
-        if destination_id is not None:
-            await crud.get_reference(
-                unit, EventDestination, caller, destination_id, "destination_id"
-            )
-        # The same count and lock as the quotas of the API's resources, with a fixed limit.
-        await quotas.admit(unit, FaultRule, caller.account_id, limit=faults.MAX_RULES)
-        account = await unit.get(Account, caller.account_id, lock=True)
-        assert account is not None  # the caller's key names it
-        account.fault_rules = True  # the credential check tells requests to read the rules
-        rule = FaultRule.new(
-            id=ids.new_id(FaultRule.PREFIX),
-            account_id=caller.account_id,
-            operation=body["operation"],
-            destination_id=destination_id,
-            status=body.get("status"),
-            latency_ms=body.get("latency_ms") or 0,
-            probability=float(body.get("probability", 1.0)),
-            remaining=body.get("count"),
-        )
-        unit.add(rule)
+    rule = await faults.add_rule(caller, body, destination_id)
     return rule.to_api(), 201
 
 
-async def list_faults() -> dict[str, Any]:
-    caller = _admin()
-    async with db.read() as unit:
-        rules = (
-            await unit.exec(
-                select(FaultRule)
-                .where(col(FaultRule.account_id) == caller.account_id)
-                .order_by(col(FaultRule.id))
-            )
-        ).all()
+async def list_faults(
+    caller: Caller,
+) -> dict[str, Any]:
+    rules = await faults.rules(_admin(caller).account_id)
     return {"faults": [rule.to_api() for rule in rules]}
 
 
-async def clear_faults() -> tuple[None, int]:
-    caller = _admin()
-    async with db.write() as unit:
-        await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == caller.account_id))
-        await unit.exec(
-            update(Account).where(col(Account.id) == caller.account_id).values(fault_rules=False)
-        )
+async def clear_faults(
+    caller: Caller,
+) -> tuple[None, int]:
+    await faults.clear(_admin(caller).account_id)
     return None, 204
 
 
 # --- simulated agents ---------------------------------------------------------------------
 
 
-async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
+async def connect_agent(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = _admin()
+    caller = _admin(caller)
     agent = agents.Agent(
         authtoken=body["authtoken"],
         ip=body.get("ip", "127.0.0.1"),
@@ -283,17 +236,11 @@ async def connect_agent(body: Body = None) -> tuple[dict[str, Any], int]:
         metadata=body.get("metadata") or "",
     )
     wanted = [agents.wanted(index, item) for index, item in enumerate(body.get("endpoints", []))]
-    async with db.write() as unit:
-        started = await agents.connect(unit, caller.account_id, agent, wanted)
-        answer = await agents.started_api(unit, started)
-    return answer, 201
+    return await agents.connect_now(caller.account_id, agent, wanted), 201
 
 
-async def disconnect_agent(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
-    caller = _admin()
-    async with db.write() as unit:
-        session = await crud.get_owned(unit, TunnelSession, caller, id, lock=True)
-        await agents.end(unit, session)
+async def disconnect_agent(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002 - the spec's name
+    await agents.command(_admin(caller), id, agents.end)
     return None, 204
 
 
@@ -333,24 +280,26 @@ def _event_filters(
 
 
 async def list_events(
+    caller: Caller,
     type: str | None = None,  # noqa: A002 - the spec's parameter name
     destination_id: str | None = None,
     subscription_id: str | None = None,
     since: str | None = None,
     limit: int = 1000,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     filters = _event_filters(type, destination_id, subscription_id, since)
     return {"events": await events.recorded(caller.account_id, filters, limit)}
 
 
 async def count_events(
+    caller: Caller,
     type: str | None = None,  # noqa: A002 - the spec's parameter name
     destination_id: str | None = None,
     subscription_id: str | None = None,
     since: str | None = None,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     filters = _event_filters(type, destination_id, subscription_id, since)
     return {"count": await events.count(caller.account_id, filters)}
 
@@ -385,6 +334,7 @@ def _journal_match(
 
 
 async def list_requests(
+    caller: Caller,
     operation: str | None = None,
     method: str | None = None,
     path_prefix: str | None = None,
@@ -393,15 +343,15 @@ async def list_requests(
     since: str | None = None,
     limit: int = 1000,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
-    async with db.read() as unit:
-        keep = settings.current().journal_max_entries
-        found = await journal.entries(unit, caller.account_id, match, limit, keep)
+    keep = settings.current().journal_max_entries
+    found = await journal.entries(caller.account_id, match, limit, keep)
     return {"requests": [entry.to_api() for entry in found]}
 
 
 async def count_requests(
+    caller: Caller,
     operation: str | None = None,
     method: str | None = None,
     path_prefix: str | None = None,
@@ -409,27 +359,24 @@ async def count_requests(
     error_code: str | None = None,
     since: str | None = None,
 ) -> dict[str, Any]:
-    caller = _admin()
+    caller = _admin(caller)
     match = _journal_match(operation, method, path_prefix, status, error_code, since)
-    async with db.read() as unit:
-        keep = settings.current().journal_max_entries
-        return {"count": await journal.count(unit, caller.account_id, match, keep)}
+    keep = settings.current().journal_max_entries
+    return {"count": await journal.count(caller.account_id, match, keep)}
 
 
-async def clear_requests() -> tuple[None, int]:
-    caller = _admin()
-    async with db.write() as unit:
-        await journal.clear(unit, caller.account_id)
+async def clear_requests(
+    caller: Caller,
+) -> tuple[None, int]:
+    await journal.clear(_admin(caller).account_id)
     return None, 204
 
 
 # --- snapshots ----------------------------------------------------------------------------
 
 
-async def snapshot(include_secrets: bool = False) -> dict[str, Any]:
+async def snapshot(caller: Caller, include_secrets: bool = False) -> dict[str, Any]:
     from tunnelgw.services import snapshots
 
-    caller = _admin()
-    async with db.write() as unit:  # one transaction: one state (nothing is written)
-        taken = await snapshots.take(unit, caller.account_id, include_secrets=include_secrets)
+    taken = await snapshots.take_now(_admin(caller).account_id, include_secrets=include_secrets)
     return {"version": 1, "snapshot": taken}

@@ -14,9 +14,9 @@ from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import AgentIngress
 from tunnelgw.rules import certmanagement, hostnames
-from tunnelgw.services import auth, certstore, crud, paging, quotas
+from tunnelgw.services import certstore, crud, paging, reservations
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _service_domains() -> tuple[str, ...]:
@@ -44,12 +44,12 @@ def _checked_domain(domain: str) -> str:
     return domain
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     domain = _checked_domain(body["domain"])
     ingress = AgentIngress.new(
         id=ids.new_id(AgentIngress.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         domain=domain,
         ns_targets=settings.current().ns_target_list(),
         region_domains=hostnames.region_domains(domain),
@@ -58,39 +58,26 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     policy = certmanagement.policy(body.get("certificate_management_policy"), settings.current())
     if policy is not None:
         certstore.attach_policy(ingress, policy, timefmt.utcnow())
-    # The unique index on `domain` is the last word when two creates race (409 ERR_CONFLICT).
-    async with db.write() as unit:
-        if await crud.taken(unit, AgentIngress.domain, domain):
-            raise ApiError(
-                Code.DOMAIN_IN_USE,
-                f"{domain!r} is already the domain of an agent ingress.",
-                context={"domain": domain},
-                field="domain",
-            )
-        await quotas.add(unit, ingress)
+    await reservations.create_ingress(ingress)
     return ingress.to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    return await certstore.read_settled(AgentIngress, id)
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return await certstore.read_settled(caller, AgentIngress, id)
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> dict[str, Any]:
-    return await certstore.list_settled(AgentIngress, "ingresses", limit, before_id, filter)
+    return await certstore.list_settled(caller, AgentIngress, "ingresses", limit, before_id, filter)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, AgentIngress, auth.caller(), id, lock=True)
-        now = timefmt.utcnow()
-        await certstore.settle_row(unit, row, now)
-        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
-        certstore.apply_policy_change(row, body, now, null_detaches=True)
+    row = await reservations.update_ingress(caller, id, body)
     return row.to_api()
 
 

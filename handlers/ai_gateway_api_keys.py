@@ -8,29 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.core import ids, timefmt
-from tunnelgw.models import AiGatewayApiKey, Endpoint
+from tunnelgw.core import ids
+from tunnelgw.models import AiGatewayApiKey
 from tunnelgw.models.ai_gateway_api_key import redacted
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import ai_gateway_api_keys, auth, crud
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
 
 # The tokens' own prefix: they are no credential of this API, and look unlike its keys.
 TOKEN_PREFIX = "tgwai_"  # noqa: S105 - a public prefix, not a secret
 
 
-async def _endpoint(unit: Unit, caller: Caller, endpoint_id: str) -> str:
-    """The id of the caller's endpoint `endpoint_id`, share-locked so a concurrent delete
-    waits for this unit (then unsets the key's endpoint)."""
-    row = await crud.get_reference(unit, Endpoint, caller, endpoint_id, "endpoint_id", lock="share")
-    return row.id
-
-
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     token = TOKEN_PREFIX + ids.new_secret()
     key = AiGatewayApiKey.new(
         id=ids.new_id(AiGatewayApiKey.PREFIX),
@@ -42,25 +33,13 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     key.updated_at = key.created_at
     crud.apply_patch(key, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, key)  # first: it takes the account's turn (PostgreSQL)
-        if body.get("endpoint_id"):  # "" is unset on create
-            key.endpoint_id = await _endpoint(unit, caller, body["endpoint_id"])
+    await ai_gateway_api_keys.create(caller, key, body.get("endpoint_id"))
     return key.to_api(token=token), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
-    caller = auth.caller()
-    async with db.write() as unit:
-        key = await crud.get_managed(unit, AiGatewayApiKey, caller, id, lock=True)
-        endpoint_id = body.get("endpoint_id")
-        if endpoint_id is not None:
-            key.endpoint_id = await _endpoint(unit, caller, endpoint_id) if endpoint_id else None
-        crud.apply_patch(key, body, crud.DESCRIBED_FIELDS)
-        key.updated_at = timefmt.utcnow()
-        key.last_updated_by = caller.principal_id
-    return key.to_api()
+    return (await ai_gateway_api_keys.update(caller, id, body)).to_api()
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

@@ -7,23 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from tunnelgw.models import ApiKey
-from tunnelgw.services import accounts, auth, crud, ownership, quotas
+from tunnelgw.services import accounts, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
-    async with db.write() as unit:
-        owner = await ownership.owner(unit, caller, body.get("owner_id"))
-        await quotas.admit(unit, ApiKey, caller.account_id)
-        key, token = await accounts.issue_key(
-            unit,
-            owner,
-            description=body.get("description") or "",
-            meta=body.get("metadata") or "",
-        )
+    caller = caller
+    key, token = await accounts.create_key(
+        caller, body.get("owner_id"), body.get("description") or "", body.get("metadata") or ""
+    )
     return key.to_api(token=token), 201
 
 

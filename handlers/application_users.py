@@ -4,17 +4,12 @@ deletes that user's sessions in the same unit of work (the user is signed out)."
 from __future__ import annotations
 
 from tunnelgw.models import ApplicationUser
-from tunnelgw.models.application_session import sign_out
-from tunnelgw.services import auth, crud
-from tunnelgw.storage import db
+from tunnelgw.services import applications, crud
+from tunnelgw.services.auth import Caller
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    caller = auth.caller()
-    async with db.write() as unit:
-        user = await crud.get_managed(unit, ApplicationUser, caller, id)
-        await sign_out(unit, caller.account_id, user.id)
-        await unit.delete(user)
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await applications.delete_user(caller, id)
     return None, 204
 
 

@@ -8,15 +8,15 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import CertificateAuthority
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.x509 (and cryptography, ~8 MiB) is imported by the operation that parses:
 # a server that never gets a CA certificate does not load it.
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw.crypto import x509
 
     body = body or {}
@@ -27,7 +27,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         raise ApiError(Code[exc.rule.name], exc.msg, field="ca_pem") from None
     ca = CertificateAuthority.new(
         id=ids.new_id(CertificateAuthority.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         ca_pem=cert.pem,
         subject_common_name=cert.subject_common_name,
         not_before=cert.not_before,
@@ -36,9 +36,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         extended_key_usages=[*cert.extended_key_usages],
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, ca)
-    return ca.to_api(), 201
+    return (await crud.add(ca)).to_api(), 201
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

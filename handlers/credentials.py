@@ -10,33 +10,35 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import Credential
 from tunnelgw.rules import acls
-from tunnelgw.services import auth, crud, ownership, quotas
+from tunnelgw.services import auth, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 TOKEN_PREFIX = "tgwcr_"  # noqa: S105 - a public prefix (not an API key's `tgw_`), not a secret
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     acl = acls.checked(body.get("acl"))
     token = TOKEN_PREFIX + ids.new_secret()
-    async with db.write() as unit:
-        owner = await ownership.owner(unit, caller, body.get("owner_id"))
+
+    def build(owner_id: str) -> Credential:
         credential = Credential.new(
             id=ids.new_id(Credential.PREFIX),
             account_id=caller.account_id,
-            owner_id=owner.id,
+            owner_id=owner_id,
             token_hash=auth.hash_token(token),
             acl=acl,
         )
         crud.apply_patch(credential, body, crud.DESCRIBED_FIELDS)
-        await quotas.add(unit, credential)
+        return credential
+
+    credential = await crud.add_owned(caller, body.get("owner_id"), build)
     return credential.to_api(token=token), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     acl = acls.checked(body["acl"]) if body.get("acl") is not None else None
 
@@ -45,7 +47,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         if acl is not None:
             credential.acl = acl
 
-    return await crud.update_one(Credential, id, change)
+    return await crud.update_one(caller, Credential, id, change)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); delete

@@ -9,20 +9,16 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from tunnelgw.core import ids, timefmt
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core import ids
 from tunnelgw.models import Endpoint
 from tunnelgw.rules import endpoint_urls, traffic_policy
-from tunnelgw.services import auth, cloud_endpoints, crud, listing, paging, quotas
+from tunnelgw.services import cloud_endpoints, crud, listing, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
-
-CLOUD = "cloud"
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter names
@@ -43,22 +39,22 @@ async def list(
             exact[field] = set(values)
             keep += [(names[0], value) for value in values]
     if filter is None and not exact:
-        return await crud.read_page(Endpoint, "endpoints", limit, before_id)
+        return await crud.read_page(caller, Endpoint, "endpoints", limit, before_id)
     return await listing.read_filtered(
-        Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
+        caller, Endpoint, "endpoints", limit, before_id, filter, exact=exact, keep=keep
     )
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     target = endpoint_urls.check(body["url"], body.get("bindings"))
     policy = body["traffic_policy"]
     checked = traffic_policy.parse(policy, target.scheme)
     row = Endpoint.new(
         id=ids.new_id(Endpoint.PREFIX),
         account_id=caller.account_id,
-        type=CLOUD,
+        type=cloud_endpoints.CLOUD,
         proto=target.scheme,
         hostport=target.hostport,
         public_url=target.url,
@@ -67,62 +63,16 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         principal_id=caller.principal_id,  # its Ref: tunnelgw.models.principal.principal_ref
     )
     crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, row)  # first: it takes the account's turn (PostgreSQL)
-        await cloud_endpoints.place(unit, caller.account_id, row, target)
-        await cloud_endpoints.check_pool(unit, caller.account_id, row)
-        await cloud_endpoints.check_secrets(unit, caller.account_id, checked)
+    await cloud_endpoints.create(caller, row, target, checked)
     return row.to_api(), 201
 
 
-async def _cloud(unit: Unit, caller: Caller, id_: str) -> Endpoint:
-    """The caller's cloud endpoint `id_`, locked; 404, or 409 for an agent endpoint."""
-    row = await crud.get_managed(unit, Endpoint, caller, id_, lock=True)
-    if row.type != CLOUD:
-        raise ApiError(
-            Code.AGENT_ENDPOINT_READ_ONLY,
-            f"{id_} is an {row.type} endpoint, which its agent manages: stop or reconfigure "
-            "the agent instead; only cloud endpoints are changed or deleted through the API.",
-            id=id_,
-        )
-    return row
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await cloud_endpoints.update(caller, id, body or {})).to_api()
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    body = body or {}
-    caller = auth.caller()
-    async with db.write() as unit:
-        row = await _cloud(unit, caller, id)
-        url, bindings = body.get("url"), body.get("bindings")
-        pooling = body.get("pooling_enabled")
-        if url or bindings or pooling is not None:
-            await quotas.take_turn(
-                unit, caller.account_id
-            )  # as creates do: one URL check at a time
-            target = endpoint_urls.check(url or row.public_url, bindings or row.bindings)
-            if target.scheme != row.proto:
-                raise ApiError(
-                    Code.ENDPOINT_SCHEME_CHANGE,
-                    f"The endpoint is {row.proto}; a {target.scheme} URL needs a new endpoint "
-                    "(create it, then delete this one).",
-                    field="url",
-                )
-            if pooling is not None:
-                row.pooling_enabled = pooling
-            await cloud_endpoints.place(unit, caller.account_id, row, target)
-            await cloud_endpoints.check_pool(unit, caller.account_id, row)
-        if body.get("traffic_policy") is not None:
-            checked = traffic_policy.parse(body["traffic_policy"], row.proto)
-            await cloud_endpoints.check_secrets(unit, caller.account_id, checked)
-            row.traffic_policy = body["traffic_policy"]
-        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
-        row.updated_at = timefmt.utcnow()
-    return row.to_api()
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    async with db.write() as unit:
-        await unit.delete(await _cloud(unit, auth.caller(), id))
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
+    await cloud_endpoints.delete(caller, id)
     return None, 204
 
 

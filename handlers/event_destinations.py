@@ -5,19 +5,18 @@ the stored one. A destination an event subscription uses cannot be deleted (409)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from tunnelgw.core import ids
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core.errors import Code
 from tunnelgw.crypto import keys
 from tunnelgw.models import EventDestination
 from tunnelgw.models.event_subscription import subscriptions_using
 from tunnelgw.rules import event_targets
 from tunnelgw.rules.event_targets import Target
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _seal(destination: EventDestination, target: Target) -> None:
@@ -40,26 +39,24 @@ def _keeps_credential(destination: EventDestination, target: Target) -> bool:
     )
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     event_targets.check_create(body)
     destination = EventDestination.new(
-        id=ids.new_id(EventDestination.PREFIX), account_id=auth.caller().account_id
+        id=ids.new_id(EventDestination.PREFIX), account_id=caller.account_id
     )
     crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
     destination.format = event_targets.checked_format(body.get("format")) or "json"
     _seal(destination, event_targets.checked_target(body["target"]))
-    async with db.write() as unit:
-        await quotas.add(unit, destination)
-    return destination.to_api(), 201
+    return (await crud.add(destination)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     format_ = event_targets.checked_format(body.get("format"))
     target = event_targets.check_update(body)
-    async with db.write() as unit:
-        destination = await crud.get_managed(unit, EventDestination, auth.caller(), id, lock=True)
+
+    def change(destination: EventDestination) -> None:
         crud.apply_patch(destination, body, crud.DESCRIBED_FIELDS)
         if format_ is not None:
             destination.format = format_
@@ -69,24 +66,22 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
             else:
                 event_targets.require_credential(target)
                 _seal(destination, target)
-    return destination.to_api()
+
+    return await crud.update_one(caller, EventDestination, id, change, lock=True)
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002 - the spec's parameter name
-    # A subscription that takes the destination up share-locks it.
-    return await crud.delete_unless_used(EventDestination, id, subscriptions_using, _in_use)
-
-
-def _in_use(destination: EventDestination, users: Sequence[str]) -> ApiError:
-    return ApiError(
-        Code.EVENT_DESTINATION_IN_USE,
-        f"The event destination {destination.id!r} is used by the event subscription(s) "
-        f"{', '.join(users)}; take it out of them (PATCH /event_subscriptions/{{id}} "
-        "with other destination_ids) or delete them first.",
-        id=destination.id,
-        subscriptions=",".join(users),
-    )
-
-
-resource = crud.Resource(EventDestination, "event_destinations")
-get, list = resource.get, resource.list
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a
+# subscription that takes the destination up share-locks it.
+resource = crud.Resource(
+    EventDestination,
+    "event_destinations",
+    in_use=crud.InUse(
+        users=lambda unit, destination: subscriptions_using(unit, destination.id),
+        code=Code.EVENT_DESTINATION_IN_USE,
+        message="The event destination {row.id!r} is used by the event subscription(s) "
+        "{users}; take it out of them (PATCH /event_subscriptions/{{id}} with other "
+        "destination_ids) or delete them first.",
+        details={"id": "{row.id}", "subscriptions": "{listed}"},
+    ),
+)
+get, list, delete = resource.get, resource.list, resource.delete

@@ -9,7 +9,7 @@ from connexion.lifecycle import ConnexionResponse
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import metrics
 from tunnelgw.migrations import migrate
-from tunnelgw.storage import db
+from tunnelgw.services import readiness
 
 
 async def get() -> dict[str, str]:
@@ -20,8 +20,7 @@ async def get() -> dict[str, str]:
 async def ready() -> dict[str, Any]:
     """Readiness: the database answers and its schema is the newest this code knows."""
     try:
-        async with db.read() as unit:
-            revision = await migrate.stored_revision(unit)
+        revision = await readiness.stored_revision()
     except Exception as exc:  # any failure to reach the database means "not ready"
         raise ApiError(
             Code.SERVICE_UNAVAILABLE, f"Database unreachable: {type(exc).__name__}."

@@ -7,9 +7,9 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import HttpResponseBackend
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 DEFAULT_STATUS = 200
 FIELDS = {**crud.DESCRIBED_FIELDS, "body": "body"}
@@ -38,22 +38,20 @@ def _apply(backend: HttpResponseBackend, body: dict[str, Any]) -> None:
         backend.status_code = body["status_code"]
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    caller = auth.caller()
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    caller = caller
     backend = HttpResponseBackend.new(
         id=ids.new_id(HttpResponseBackend.PREFIX),
         account_id=caller.account_id,
         status_code=DEFAULT_STATUS,
     )
     _apply(backend, body or {})
-    async with db.write() as unit:
-        await quotas.add(unit, backend)
-    return backend.to_api(), 201
+    return (await crud.add(backend)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     return await crud.update_one(
-        HttpResponseBackend, id, lambda backend: _apply(backend, body or {})
+        caller, HttpResponseBackend, id, lambda backend: _apply(backend, body or {})
     )
 
 

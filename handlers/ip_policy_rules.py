@@ -8,11 +8,11 @@ from typing import Any
 
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import IpPolicy, IpPolicyRule
+from tunnelgw.models import IpPolicyRule
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import crud, ip_policies
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _cidr(value: str) -> str:
@@ -23,9 +23,9 @@ def _cidr(value: str) -> str:
         raise ApiError(Code.INVALID_CIDR, str(exc), context=context, field="cidr") from None
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     rule = IpPolicyRule.new(
         id=ids.new_id(IpPolicyRule.PREFIX),
         account_id=caller.account_id,
@@ -34,16 +34,10 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         action=body["action"],
     )
     crud.apply_patch(rule, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        # Share-locked: the policy cannot be deleted between this check and the insert.
-        await crud.get_reference(
-            unit, IpPolicy, caller, body["ip_policy_id"], "ip_policy_id", lock="share"
-        )
-        await quotas.add(unit, rule)
-    return rule.to_api(), 201
+    return (await ip_policies.add_rule(caller, rule)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     cidr = _cidr(body["cidr"]) if body.get("cidr") is not None else None
 
@@ -52,7 +46,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         if cidr is not None:
             rule.cidr = cidr
 
-    return await crud.update_one(IpPolicyRule, id, change)
+    return await crud.update_one(caller, IpPolicyRule, id, change)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

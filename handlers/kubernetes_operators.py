@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from tunnelgw.core import ids, settings, timefmt
+from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import Endpoint, KubernetesOperator
-from tunnelgw.services import auth, certstore, crud, listing, paging, quotas
+from tunnelgw.services import crud, kubernetes_operators, listing, paging
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
 
 BINDINGS = "bindings"  # the feature that gives an operator a binding
 KUBERNETES = "kubernetes"  # the endpoint binding that bound endpoints have
-AUTHORITY = certstore.OPERATOR_BINDINGS_CA  # the issuing CA that signs binding certificates
-# The operator renews its certificate 30 days before it ends; a year leaves it 11 months.
-CERT_VALIDITY = timedelta(days=365)
 DEFAULT_SELECTORS = ("true",)  # every kubernetes-bound endpoint, as the operator defaults
 DEPLOYMENT_FIELDS = {
     "name": "deployment_name",
@@ -124,17 +119,9 @@ def settle_binding(row: KubernetesOperator, change: BindingChange | None) -> str
     return change.csr if change.csr not in (None, row.binding_csr) else None
 
 
-async def _sign(unit: Unit, row: KubernetesOperator, csr: str) -> None:
-    """Sign `csr` for the row: a client certificate named after the operator's id."""
-    not_before = timefmt.utcnow()
-    not_after = not_before + CERT_VALIDITY
-    row.cert_pem = await certstore.sign_request(unit, AUTHORITY, csr, row.id, not_before, not_after)
-    row.binding_csr, row.cert_not_before, row.cert_not_after = csr, not_before, not_after
-
-
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     change = binding_change(body.get("binding"))
     row = KubernetesOperator.new(
         id=ids.new_id(KubernetesOperator.PREFIX),
@@ -146,32 +133,27 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     crud.apply_patch(row, body.get("deployment") or {}, DEPLOYMENT_FIELDS)
     row.updated_at = row.created_at
     csr = settle_binding(row, change)
-    async with db.write() as unit:
-        if csr is not None:
-            await _sign(unit, row, csr)
-        await quotas.add(unit, row)
-    return row.to_api(), 201
+    return (await kubernetes_operators.create(row, csr)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     """Description, metadata, enabled features, region, the deployment's name and version,
     and the binding (a new CSR is signed; the same one keeps the certificate)."""
     body = body or {}
-    change = binding_change(body.get("binding"))
-    async with db.write() as unit:
-        row = await crud.get_managed(unit, KubernetesOperator, auth.caller(), id, lock=True)
+    binding = binding_change(body.get("binding"))
+
+    def change(row: KubernetesOperator) -> str | None:
         crud.apply_patch(row, body, FIELDS)
         if body.get("region") is not None:
             row.region = body["region"] or "global"
         crud.apply_patch(row, body.get("deployment") or {}, DEPLOYMENT_FIELDS)
-        csr = settle_binding(row, change)
-        if csr is not None:
-            await _sign(unit, row, csr)
-        row.updated_at = timefmt.utcnow()
-    return row.to_api()
+        return settle_binding(row, binding)
+
+    return (await kubernetes_operators.update(caller, id, change)).to_api()
 
 
 async def get_bound_endpoints(
+    caller: Caller,
     id: str,  # noqa: A002 - the spec's parameter names
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
@@ -180,8 +162,7 @@ async def get_bound_endpoints(
     """The account's endpoints with a `kubernetes` binding that one of the operator's
     selectors matches (none without a binding), and `filter` when given; newest first, paged
     as filtered lists are (tunnelgw.services.listing)."""
-    async with db.read() as unit:
-        row = await crud.get_owned(unit, KubernetesOperator, auth.caller(), id)
+    row = await crud.read_owned(caller, KubernetesOperator, id)
     start = paging.cursor(Endpoint.PREFIX, before_id)
     narrow = None if filter is None else listing.compile_for(filter, "Endpoint")
     selectors = [listing.compile_for(text, "Endpoint") for text in row.endpoint_selectors or ()]
@@ -195,7 +176,7 @@ async def get_bound_endpoints(
 
     found = listing.Found([], None)
     if selectors:
-        found = await listing.scan(Endpoint, start, limit, bound)
+        found = await listing.scan(caller, Endpoint, start, limit, bound)
     query = [] if filter is None else [("filter", filter)]
     path = f"{KubernetesOperator.PATH}/{row.id}/bound_endpoints"
     return listing.envelope("endpoints", path, found, limit, query)

@@ -9,19 +9,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tunnelgw.core import ids, timefmt
+from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import SshCertificateAuthority
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import crud, ssh_signing
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that make keys:
 # a server that never makes an SSH CA does not load it.
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw.crypto import ssh
 
     body = body or {}
@@ -31,7 +31,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         )
     except CryptoError as exc:
         raise ApiError(Code[exc.rule.name], exc.msg, field=exc.field or "body") from None
-    account_id = auth.caller().account_id
+    account_id = caller.account_id
     # An RSA 4096 key takes about half a second: keep the event loop free meanwhile.
     key = await asyncio.to_thread(ssh.generate_ca_key, spec)
     ca_id = ids.new_id(SshCertificateAuthority.PREFIX)
@@ -45,32 +45,21 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         ),
     )
     crud.apply_patch(ca, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, ca)
-    return ca.to_api(), 201
+    return (await crud.add(ca)).to_api(), 201
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    caller = auth.caller()
-    async with db.write() as unit:
-        # Lock the row before the check (PostgreSQL; SQLite's write unit is exclusive) so
-        # no certificate is signed between the check and the delete.
-        ca = await crud.get_managed(unit, SshCertificateAuthority, caller, id, lock=True)
-        if await ssh_signing.has_unexpired(unit, ca.id, timefmt.utcnow()):
-            raise ApiError(
-                Code.SSH_CA_IN_USE,
-                f"The SSH certificate authority {id!r} signed user or host certificates that "
-                "have not expired; delete them first.",
-                id=id,
-            )
-        await unit.delete(ca)
-    return None, 204
-
-
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(SshCertificateAuthority, "ssh_certificate_authorities")
-get, list, update = (
-    resource.get,
-    resource.list,
-    resource.update,
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); signing
+# share-locks the CA, so no certificate is signed between the guard's check and the delete.
+resource = crud.Resource(
+    SshCertificateAuthority,
+    "ssh_certificate_authorities",
+    in_use=crud.InUse(
+        users=ssh_signing.unexpired,
+        code=Code.SSH_CA_IN_USE,
+        message="The SSH certificate authority {row.id!r} signed user or host certificates "
+        "that have not expired; delete them first.",
+        details={"id": "{row.id}"},
+    ),
 )
+get, list = resource.get, resource.list
+update, delete = resource.update, resource.delete

@@ -12,9 +12,9 @@ from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import SshCredential
 from tunnelgw.rules import acls
-from tunnelgw.services import auth, crud, ownership, quotas
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _checked_key(text: str) -> str:
@@ -30,26 +30,27 @@ def _checked_key(text: str) -> str:
     return text
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
-    caller = auth.caller()
+    caller = caller
     public_key = _checked_key(body["public_key"])
     acl = acls.checked(body.get("acl"))
-    async with db.write() as unit:
-        owner = await ownership.owner(unit, caller, body.get("owner_id"))
+
+    def build(owner_id: str) -> SshCredential:
         credential = SshCredential.new(
             id=ids.new_id(SshCredential.PREFIX),
             account_id=caller.account_id,
-            owner_id=owner.id,
+            owner_id=owner_id,
             public_key=public_key,
             acl=acl,
         )
         crud.apply_patch(credential, body, crud.DESCRIBED_FIELDS)
-        await quotas.add(unit, credential)
-    return credential.to_api(), 201
+        return credential
+
+    return (await crud.add_owned(caller, body.get("owner_id"), build)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     body = body or {}
     acl = acls.checked(body["acl"]) if body.get("acl") is not None else None
 
@@ -58,7 +59,7 @@ async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
         if acl is not None:
             credential.acl = acl
 
-    return await crud.update_one(SshCredential, id, change)
+    return await crud.update_one(caller, SshCredential, id, change)
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); delete

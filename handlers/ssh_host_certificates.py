@@ -13,19 +13,21 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import SshHostCertificate
 from tunnelgw.rules import hostnames
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import crud, ssh_signing
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
-def _checked(body: dict[str, Any]) -> tuple[SshHostCertificate, ssh_signing.Checked]:
+def _checked(
+    caller: Caller, body: dict[str, Any]
+) -> tuple[SshHostCertificate, ssh_signing.Checked]:
     """The new (unsigned) row and its checked key and validity; ApiError(400) otherwise."""
     from tunnelgw.crypto import ssh
 
     request = ssh_signing.checked(body, ssh.DEFAULT_HOST_VALIDITY)
     cert = SshHostCertificate.new(
         id=ids.new_id(SshHostCertificate.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         ssh_certificate_authority_id=body["ssh_certificate_authority_id"],
         public_key=request.key.line,
         key_type=request.key.key_type,
@@ -38,11 +40,9 @@ def _checked(body: dict[str, Any]) -> tuple[SshHostCertificate, ssh_signing.Chec
     return cert, request
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    cert, request = _checked(body or {})
-    async with db.write() as unit:
-        await ssh_signing.sign(unit, cert, request.key.key, host=True)
-        await quotas.add(unit, cert)
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    cert, request = _checked(caller, body or {})
+    await ssh_signing.issue(caller, cert, request.key.key, host=True)
     return cert.to_api(), 201
 
 

@@ -11,15 +11,17 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.crypto import CryptoError
 from tunnelgw.models import SshUserCertificate
-from tunnelgw.services import auth, crud, quotas, ssh_signing
+from tunnelgw.services import crud, ssh_signing
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.ssh (and cryptography, ~8 MiB) is imported by the functions that sign:
 # a server that never signs does not load it.
 
 
-def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh_signing.Checked]:
+def _checked(
+    caller: Caller, body: dict[str, Any]
+) -> tuple[SshUserCertificate, ssh_signing.Checked]:
     """The new (unsigned) row and its checked key and validity; ApiError(400) otherwise."""
     from tunnelgw.crypto import ssh
 
@@ -30,7 +32,7 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh_signing.Chec
         raise ssh_signing.crypto_error(exc) from None
     cert = SshUserCertificate.new(
         id=ids.new_id(SshUserCertificate.PREFIX),
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         ssh_certificate_authority_id=body["ssh_certificate_authority_id"],
         public_key=request.key.line,
         key_type=request.key.key_type,
@@ -45,18 +47,16 @@ def _checked(body: dict[str, Any]) -> tuple[SshUserCertificate, ssh_signing.Chec
     return cert, request
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    cert, request = _checked(body or {})
-    async with db.write() as unit:
-        await ssh_signing.sign(
-            unit,
-            cert,
-            request.key.key,
-            host=False,
-            critical_options=cert.critical_options,
-            extensions=cert.extensions,
-        )
-        await quotas.add(unit, cert)
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    cert, request = _checked(caller, body or {})
+    await ssh_signing.issue(
+        caller,
+        cert,
+        request.key.key,
+        host=False,
+        critical_options=cert.critical_options,
+        extensions=cert.extensions,
+    )
     return cert.to_api(), 201
 
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.services import auth, crud, edges, paging
-from tunnelgw.storage import db
+from tunnelgw.services import crud, edges, paging
+from tunnelgw.services.auth import Caller
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        return (await edges.get(unit, auth.caller(), "tcp", id)).to_api()
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return (await edges.read(caller, "tcp", id)).to_api()
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> crud.Listed:
-    return await edges.read_page("tcp", limit, before_id, filter)
+    return await edges.read_page(caller, "tcp", limit, before_id, filter)

@@ -12,17 +12,17 @@ from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import CryptoError, keys
 from tunnelgw.models import TlsCertificate
-from tunnelgw.models.reserved_domain import uses_certificate
+from tunnelgw.models.reserved_domain import using_certificate
 from tunnelgw.models.tls_certificate import certificate_columns
-from tunnelgw.services import auth, crud, quotas
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 # tunnelgw.crypto.tls (and cryptography, ~8 MiB) is imported by the operation that parses:
 # a server that never gets a certificate does not load it.
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     from tunnelgw.crypto import tls
 
     body = body or {}
@@ -37,7 +37,7 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     cert_id = ids.new_id(TlsCertificate.PREFIX)
     cert = TlsCertificate.new(
         id=cert_id,
-        account_id=auth.caller().account_id,
+        account_id=caller.account_id,
         certificate_pem=parsed.certificate_pem,
         wrapped_private_key=keys.wrap(
             keys.current(), parsed.private_key_der, cert_id.encode("ascii")
@@ -45,28 +45,22 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
         **certificate_columns(parsed.fields),
     )
     crud.apply_patch(cert, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        await quotas.add(unit, cert)
-    return cert.to_api(), 201
+    return (await crud.add(cert)).to_api(), 201
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        # Locked before the check; attaching a certificate share-locks it, so no domain can
-        # take it up between the check and the delete.
-        cert = await crud.get_managed(unit, TlsCertificate, auth.caller(), id, lock=True)
-        if await uses_certificate(unit, cert.id):
-            raise ApiError(
-                Code.CERTIFICATE_IN_USE,
-                f"The TLS certificate {id!r} is a reserved domain's certificate; attach another "
-                "certificate to the domain or detach it (DELETE "
-                "/reserved_domains/{id}/certificate) first.",
-                id=id,
-            )
-        await unit.delete(cert)
-    return None, 204
-
-
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(TlsCertificate, "tls_certificates")
-get, list, update = resource.get, resource.list, resource.update
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); attaching a
+# certificate to a domain share-locks it.
+resource = crud.Resource(
+    TlsCertificate,
+    "tls_certificates",
+    in_use=crud.InUse(
+        users=lambda unit, cert: using_certificate(unit, cert.id),
+        code=Code.CERTIFICATE_IN_USE,
+        message="The TLS certificate {row.id!r} is a reserved domain's certificate; attach "
+        "another certificate to the domain or detach it (DELETE "
+        "/reserved_domains/{{id}}/certificate) first.",
+        details={"id": "{row.id}"},
+    ),
+)
+get, list = resource.get, resource.list
+update, delete = resource.update, resource.delete

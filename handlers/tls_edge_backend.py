@@ -12,9 +12,9 @@ from typing import Any
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Edge
 from tunnelgw.models.edge import backend_module
-from tunnelgw.services import auth, edges
+from tunnelgw.services import edges
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
 def _module(edge: Edge) -> dict[str, Any]:
@@ -49,24 +49,16 @@ def requested_module(body: dict[str, Any]) -> tuple[str, bool | None, str]:
     return backend_id, body.get("enabled"), field
 
 
-async def replace(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+async def replace(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
     backend_id, enabled, field = requested_module(body or {})
-    caller = auth.caller()
-    async with db.write() as unit:
-        edge = await edges.get(unit, caller, "tls", id)
-        module = {"backend_id": backend_id, "enabled": enabled}
-        await edges.set_backend(unit, caller, edge, module, field)
-    return _module(edge)
+    module = {"backend_id": backend_id, "enabled": enabled}
+    return _module(await edges.replace_backend(caller, id, module, field))
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002
-    async with db.read() as unit:
-        return _module(await edges.get(unit, auth.caller(), "tls", id))
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002
+    return _module(await edges.read(caller, "tls", id))
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        edge = await edges.get(unit, auth.caller(), "tls", id)
-        edge.backend_id = None
-        edge.backend_enabled = None
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await edges.clear_backend(caller, id)
     return None, 204

@@ -9,52 +9,34 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.models import Edge
 from tunnelgw.models.edge import KIND_PREFIXES
-from tunnelgw.services import auth, crud, edges, paging, quotas
+from tunnelgw.services import crud, edges, paging
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
 
 
-async def _apply(unit: Unit, caller: Caller, edge: Edge, body: dict[str, Any]) -> None:
-    crud.apply_patch(edge, body, crud.DESCRIBED_FIELDS)
-    if body.get("hostports") is not None:
-        edge.hostports = [*body["hostports"]]
-    if body.get("backend") is not None:
-        await edges.set_backend(unit, caller, edge, body["backend"], "backend.backend_id")
-
-
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
-    caller = auth.caller()
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
+    caller = caller
     edge = Edge.new(id=ids.new_id(KIND_PREFIXES["tls"]), account_id=caller.account_id, kind="tls")
-    async with db.write() as unit:
-        await _apply(unit, caller, edge, body or {})
-        await quotas.add(unit, edge)
-    return edge.to_api(), 201
+    return (await edges.create_tls(caller, edge, body or {})).to_api(), 201
 
 
-async def get(id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
-    async with db.read() as unit:
-        return (await edges.get(unit, auth.caller(), "tls", id)).to_api()
+async def get(caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    return (await edges.read(caller, "tls", id)).to_api()
 
 
 async def list(
+    caller: Caller,
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002 - the spec's parameter name
 ) -> crud.Listed:
-    return await edges.read_page("tls", limit, before_id, filter)
+    return await edges.read_page(caller, "tls", limit, before_id, filter)
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    caller = auth.caller()
-    async with db.write() as unit:
-        edge = await edges.get(unit, caller, "tls", id)
-        await _apply(unit, caller, edge, body or {})
-    return edge.to_api()
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await edges.update_tls(caller, id, body or {})).to_api()
 
 
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        await unit.delete(await edges.get(unit, auth.caller(), "tls", id))
+async def delete(caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
+    await edges.delete(caller, "tls", id)
     return None, 204

@@ -5,40 +5,28 @@ of its major version, which it runs once restarted."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from tunnelgw.models import TunnelSession
-from tunnelgw.services import agents, auth, crud
+from tunnelgw.services import agents, crud
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
-from tunnelgw.storage.unit import Unit
+
+# Each command acts on the caller's session `id` (a body `id` equals it: the spec's
+# PathIdEcho, checked before the handler).
 
 
-async def _command(
-    id_: str, body: Body, act: Callable[[Unit, TunnelSession], Awaitable[object]]
-) -> tuple[None, int]:
-    """Carry out a command on the caller's session `id_` (a body `id` equals it: the
-    spec's PathIdEcho, checked before the handler)."""
-    async with db.write() as unit:
-        session = await crud.get_owned(unit, TunnelSession, auth.caller(), id_, lock=True)
-        await act(unit, session)
+async def stop(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.end)
     return None, 204
 
 
-async def _update(unit: Unit, session: TunnelSession) -> None:
-    agents.request_update(session)
+async def restart(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.restart)
+    return None, 204
 
 
-async def stop(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    return await _command(id, body, agents.end)
-
-
-async def restart(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    return await _command(id, body, agents.restart)
-
-
-async def update(id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
-    return await _command(id, body, _update)
+async def update(caller: Caller, id: str, body: Body = None) -> tuple[None, int]:  # noqa: A002
+    await agents.command(caller, id, agents.update)
+    return None, 204
 
 
 # The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tunnelgw.core import ids, timefmt
-from tunnelgw.core.errors import ApiError, Code
+from tunnelgw.core import ids
+from tunnelgw.core.errors import Code
 from tunnelgw.models import Vault
-from tunnelgw.services import auth, crud, paging, quotas, vaults
+from tunnelgw.services import crud, paging, vaults
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
-from tunnelgw.storage import db
 
 
-async def create(body: Body = None) -> tuple[dict[str, Any], int]:
+async def create(caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
     body = body or {}
     name: str = body["name"]  # required by the schema
-    caller = auth.caller()
+    caller = caller
     vault = Vault.new(
         id=ids.new_id(Vault.PREFIX),
         account_id=caller.account_id,
@@ -27,56 +27,35 @@ async def create(body: Body = None) -> tuple[dict[str, Any], int]:
     )
     vault.updated_at = vault.created_at
     crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)
-    async with db.write() as unit:
-        # The quota's account lock first: creates of one account then check names in turn.
-        await quotas.admit(unit, Vault, caller.account_id)
-        await vaults.check_vault_name(unit, caller.account_id, name)
-        unit.add(vault)
-    return vault.to_api(), 201
+    return (await vaults.create_vault(caller, vault)).to_api(), 201
 
 
-async def update(id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-    body = body or {}
-    caller = auth.caller()
-    async with db.write() as unit:
-        vault = await crud.get_managed(unit, Vault, caller, id, lock=True)
-        name = body.get("name")
-        if name is not None and name != vault.name:
-            await vaults.rename_vault(unit, vault, name)
-        crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)
-        vault.updated_at = timefmt.utcnow()
-        vault.last_updated_by = caller.principal_id
-    return vault.to_api()
-
-
-async def delete(id: str) -> tuple[None, int]:  # noqa: A002
-    async with db.write() as unit:
-        # Locked before the check; a secret's create share-locks its vault.
-        vault = await crud.get_managed(unit, Vault, auth.caller(), id, lock=True)
-        held = await vaults.secret_ids(unit, vault.id)
-        if held:
-            shown = held[: vaults.SHOWN_SECRETS]
-            more = " and more" if len(held) > len(shown) else ""
-            raise ApiError(
-                Code.VAULT_NOT_EMPTY,
-                f"The vault {id!r} holds the secret(s) {', '.join(shown)}{more}; delete them "
-                f"first (DELETE /vault_secrets/{{id}}; GET /vaults/{id}/secrets lists them).",
-                id=id,
-                secrets=",".join(shown),
-            )
-        await unit.delete(vault)
-    return None, 204
+async def update(caller: Caller, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
+    return (await vaults.update_vault(caller, id, body or {})).to_api()
 
 
 async def list_secrets(
+    caller: Caller,
     id: str,  # noqa: A002
     limit: int = paging.MAX_LIMIT,
     before_id: str | None = None,
     filter: str | None = None,  # noqa: A002
 ) -> dict[str, Any]:
-    return await vaults.secrets_page(id, limit, before_id, filter)
+    return await vaults.secrets_page(caller, id, limit, before_id, filter)
 
 
-# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource).
-resource = crud.Resource(Vault, "vaults")
-get, list = resource.get, resource.list
+# The operations that are the shared CRUD ones (tunnelgw.services.crud.Resource); a secret's
+# create share-locks its vault.
+resource = crud.Resource(
+    Vault,
+    "vaults",
+    in_use=crud.InUse(
+        users=lambda unit, vault: vaults.secret_ids(unit, vault.id),
+        code=Code.VAULT_NOT_EMPTY,
+        message="The vault {row.id!r} holds the secret(s) {users}{more}; delete them first "
+        "(DELETE /vault_secrets/{{id}}; GET /vaults/{row.id}/secrets lists them).",
+        details={"id": "{row.id}", "secrets": "{listed}"},
+        shown=vaults.SHOWN_SECRETS,
+    ),
+)
+get, list, delete = resource.get, resource.list, resource.delete

@@ -67,10 +67,10 @@ class ReservedDomain(DescribedResource, CertManaged, table=True):
         }
 
 
-async def uses_certificate(unit: Unit, certificate_id: str) -> bool:
-    """Whether a reserved domain (of any account) names the TLS certificate as its own."""
-    found = await unit.exec(_USES_CERTIFICATE, {"certificate_id": certificate_id})
-    return found.first() is not None
+async def using_certificate(unit: Unit, certificate_id: str) -> list[str]:
+    """The id of a reserved domain (of any account) that names the TLS certificate as its own
+    ([] when none; one is enough to refuse its delete)."""
+    return list((await unit.exec(_USES_CERTIFICATE, {"certificate_id": certificate_id})).all())
 
 
 _USES_CERTIFICATE = Query(

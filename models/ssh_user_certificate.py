@@ -56,10 +56,10 @@ class SshUserCertificate(DescribedResource, table=True):
         }
 
 
-async def has_unexpired(unit: Unit, ca_id: str, now: datetime) -> bool:
-    """Whether the CA `ca_id` signed a certificate whose `valid_until` is after `now`."""
-    found = await unit.exec(_UNEXPIRED, {"ca_id": ca_id, "now": now})
-    return found.first() is not None
+async def unexpired(unit: Unit, ca_id: str, now: datetime) -> list[str]:
+    """The id of a certificate the CA `ca_id` signed whose `valid_until` is after `now` (at
+    most one; [] when none)."""
+    return list((await unit.exec(_UNEXPIRED, {"ca_id": ca_id, "now": now})).all())
 
 
 _UNEXPIRED = Query(

@@ -35,12 +35,13 @@ class TunnelGroupBackend(DescribedResource, table=True):
         }
 
 
-async def in_use(unit: Unit, backend_id: str) -> bool:
-    """Whether the backend module of an edge or an HTTPS edge route names the backend."""
+async def modules_using(unit: Unit, backend_id: str) -> list[str]:
+    """The id of an edge and of an HTTPS edge route whose backend module names the backend
+    (at most one of each; [] when none)."""
+    found: list[str] = []
     for query in (_EDGE_USES, _ROUTE_USES):
-        if (await unit.exec(query, {"backend_id": backend_id})).first() is not None:
-            return True
-    return False
+        found += (await unit.exec(query, {"backend_id": backend_id})).all()
+    return found
 
 
 _EDGE_USES = Query(

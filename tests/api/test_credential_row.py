@@ -13,8 +13,8 @@ import pytest
 from tests.factories import assert_error
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import ApiKey, HttpResponseBackend
-from tunnelgw.services import auth, crud
-from tunnelgw.services.auth import Caller
+from tunnelgw.services import crud
+from tunnelgw.services.auth import Caller, Carried
 from tunnelgw.storage import connections, db
 
 PATH = "/backends/http_response"
@@ -93,27 +93,31 @@ def test_a_write_reads_its_row_afresh(admin, statements):
 
 
 def test_a_carried_row_is_taken_once_by_a_read_and_never_by_a_write(admin, factory):
-    """auth.take_carried: the read of that very row takes it once; a write unit, a locked read
+    """Caller.carried: the read of that very row takes it once; a write unit, a locked read
     and a read of another row or model read the table."""
     created = admin.post(PATH, json={"description": "stored"}).json()
     id_ = created["id"]
     stale = HttpResponseBackend.new(id=id_, account_id=admin.creds.account_id, description="x")
-    caller = Caller(admin.creds.account_id, "usr_x", True, admin.creds.api_key_id)
+
+    def caller(carried: Carried) -> Caller:
+        return Caller(
+            admin.creds.account_id, "usr_x", True, admin.creds.api_key_id, carried=carried
+        )
 
     async def check() -> None:
-        auth._carried.set((HttpResponseBackend, id_, stale))
+        carrying = caller(Carried(HttpResponseBackend, id_, stale))
         async with db.write() as unit:
-            row = await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+            row = await crud.get_owned(unit, HttpResponseBackend, carrying, id_)
             assert row.description == "stored"
         async with db.read() as unit:
-            assert await crud.get_owned(unit, ApiKey, caller, admin.creds.api_key_id)
-            assert await crud.get_owned(unit, HttpResponseBackend, caller, id_) is stale
-            again = await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+            assert await crud.get_owned(unit, ApiKey, carrying, admin.creds.api_key_id)
+            assert await crud.get_owned(unit, HttpResponseBackend, carrying, id_) is stale
+            again = await crud.get_owned(unit, HttpResponseBackend, carrying, id_)
             assert again.description == "stored"
-        auth._carried.set((HttpResponseBackend, id_, None))  # the check found no such row
+        missing_row = caller(Carried(HttpResponseBackend, id_, None))  # the check found none
         async with db.read() as unit:
             with pytest.raises(ApiError) as missing:
-                await crud.get_owned(unit, HttpResponseBackend, caller, id_)
+                await crud.get_owned(unit, HttpResponseBackend, missing_row, id_)
         assert missing.value.code is Code.NOT_FOUND
 
     factory._run(check)

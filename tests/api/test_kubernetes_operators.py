@@ -17,7 +17,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from tests.factories import assert_error
-from tunnelgw.handlers.kubernetes_operators import AUTHORITY
 from tunnelgw.models import Endpoint
 from tunnelgw.services import certstore
 from tunnelgw.storage import db
@@ -53,7 +52,9 @@ def issuing_ca(factory: Any) -> str:
 
     async def read() -> str:
         async with db.write() as unit:
-            return (await certstore.issuing_authority(unit, AUTHORITY)).certificate_pem
+            return (
+                await certstore.issuing_authority(unit, certstore.OPERATOR_BINDINGS_CA)
+            ).certificate_pem
 
     pem: str = factory._run(read)
     return pem

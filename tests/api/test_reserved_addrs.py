@@ -10,8 +10,8 @@ import pytest
 
 from tests.factories import assert_error
 from tunnelgw.core import settings as tunnelgw_settings
-from tunnelgw.handlers import reserved_addrs
 from tunnelgw.models import ReservedAddr
+from tunnelgw.services import reservations
 
 PATH = "/reserved_addrs"
 ADDR = re.compile(r"^(?P<region>[a-z]{2})\.tcp\.tunnelgw\.test:(?P<port>[0-9]+)$")
@@ -97,7 +97,7 @@ def test_a_concurrent_reservation_of_the_same_port_is_a_conflict(admin, small_ra
     async def same_port(*_args: object) -> int:
         return port  # as if another request had taken it since the check
 
-    monkeypatch.setattr(reserved_addrs, "free_port", same_port)
+    monkeypatch.setattr(reservations, "free_port", same_port)
     assert_error(admin.post(PATH), 409, "ERR_CONFLICT")
     assert [a["id"] for a in admin.get(PATH).json()["reserved_addrs"]] == [first["id"]]
 

@@ -1,11 +1,14 @@
-"""Which hostnames this server serves, for abuse reports: the hostnames of reserved domains
-(a wildcard domain covers the names under it) and of endpoints, in any account."""
+"""Abuse reports stored with which of their hostnames this server serves: the hostnames of
+reserved domains (a wildcard domain covers the names under it) and of endpoints, in any
+account."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tunnelgw.models import Endpoint, ReservedDomain
+from tunnelgw.models import AbuseReport, Endpoint, ReservedDomain
+from tunnelgw.services import quotas
+from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
 
 
@@ -30,3 +33,13 @@ async def served(unit: Unit, names: Sequence[str]) -> set[str]:
         if rows:
             found.add(name)
     return found
+
+
+async def report(row: AbuseReport, names: Sequence[str]) -> AbuseReport:
+    """CREATE: the report `row` with its hostnames `names`, each marked whether this server
+    serves it, admitted by its quota and inserted."""
+    async with db.write() as unit:
+        served_now = await served(unit, names)
+        row.hostnames = [{"hostname": name, "served": name in served_now} for name in names]
+        await quotas.add(unit, row)
+    return row

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,8 @@ from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Account, ApiKey, Principal
 from tunnelgw.models.principal import PREFIXES, Kind
-from tunnelgw.services import auth
+from tunnelgw.services import auth, ownership, quotas
+from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
@@ -75,6 +77,17 @@ async def issue_key(
     unit.add(key)
     await unit.flush()
     return key, token
+
+
+async def create_key(
+    caller: auth.Caller, owner_id: str | None, description: str, meta: str
+) -> tuple[ApiKey, str]:
+    """CREATE /api_keys: a key of the principal `owner_id` (the caller when unset:
+    tunnelgw.services.ownership.owner), admitted by its quota; the row and its token."""
+    async with db.write() as unit:
+        owner = await ownership.owner(unit, caller, owner_id)
+        await quotas.admit(unit, ApiKey, caller.account_id)
+        return await issue_key(unit, owner, description=description, meta=meta)
 
 
 async def create_account_with_admin(
@@ -136,13 +149,14 @@ async def operator_token_is_a_key(unit: Unit, token: str) -> bool:
 # --- listing and deleting accounts -------------------------------------------------------
 
 
-async def page(unit: Unit, limit: int, before_id: str | None) -> tuple[list[Account], bool]:
+async def page(limit: int, before_id: str | None) -> tuple[list[Account], bool]:
     """One page of the accounts, newest first (keyset on the id, as every list), and whether
     more follow."""
     stmt = select(Account).order_by(col(Account.id).desc()).limit(limit + 1)
     if before_id is not None:
         stmt = stmt.where(col(Account.id) < before_id)
-    rows: list[Account] = (await unit.exec(stmt)).all()
+    async with db.read() as unit:
+        rows: list[Account] = (await unit.exec(stmt)).all()
     return rows[:limit], len(rows) > limit
 
 
@@ -168,3 +182,40 @@ async def delete_account(unit: Unit, account_id: str) -> dict[str, int] | None:
     await unit.exec(delete(Account).where(col(Account.id) == account_id))
     counts["account"] = 1
     return counts
+
+
+async def open_account(name: str) -> tuple[Account, Credentials]:
+    """POST /_admin/accounts: a new account with its admin and key
+    (`create_account_with_admin`), in a unit of its own; the account and the credentials."""
+    async with db.write() as unit:
+        created = await create_account_with_admin(unit, name)
+        account = await unit.get(Account, created.account_id)
+    assert account is not None  # just made
+    return account, created
+
+
+async def drop_account(account_id: str) -> dict[str, int] | None:
+    """`delete_account` in a unit of its own."""
+    async with db.write() as unit:
+        return await delete_account(unit, account_id)
+
+
+# --- the account's clock ------------------------------------------------------------------
+
+
+async def clock_offset(account_id: str) -> int:
+    """How many seconds the account's clock runs ahead of the real time."""
+    async with db.read() as unit:
+        account = await unit.get(Account, account_id)
+    assert account is not None  # the caller's key names it
+    return account.clock_offset_seconds
+
+
+async def move_clock(account_id: str, to: Callable[[int], int]) -> int:
+    """Set the account's clock offset to `to(offset)` (its current offset; ApiError raised
+    by `to` changes nothing), the account locked meanwhile; the new offset."""
+    async with db.write() as unit:
+        account = await unit.get(Account, account_id, lock=True)
+        assert account is not None  # the caller's key names it
+        account.clock_offset_seconds = to(account.clock_offset_seconds)
+    return account.clock_offset_seconds

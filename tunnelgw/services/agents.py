@@ -6,7 +6,7 @@ session, tunnels and agent endpoints in the caller's unit of work; `end` removes
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,7 +19,9 @@ from tunnelgw.models import AccessToken, Credential, Endpoint, Principal, Tunnel
 from tunnelgw.models.tunnel_group_member import partners_of, regroup_account
 from tunnelgw.models.tunnel_session import TunnelSession
 from tunnelgw.rules import acls, cidrs, endpoint_urls, traffic_policy
-from tunnelgw.services import auth, cloud_endpoints, quotas, restrictions
+from tunnelgw.services import auth, cloud_endpoints, crud, quotas, restrictions
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
@@ -402,3 +404,27 @@ async def started_api(unit: Unit, started: Started) -> dict[str, Any]:
         "tunnels": [tunnel.to_api(partners[tunnel.id]) for tunnel in started.tunnels],
         "endpoints": [endpoint.to_api() for endpoint in started.endpoints],
     }
+
+
+async def update(unit: Unit, session: TunnelSession) -> None:
+    """The tunnel session command `update` (`request_update`)."""
+    request_update(session)
+
+
+async def command(
+    caller: Caller, id_: str, act: Callable[[Unit, TunnelSession], Awaitable[object]]
+) -> None:
+    """Carry out `act` on the caller's session `id_`, locked (404 when it is not the
+    caller's): a tunnel session command (stop, restart, update) or the admin API's
+    disconnect."""
+    async with db.write() as unit:
+        session = await crud.get_owned(unit, TunnelSession, caller, id_, lock=True)
+        await act(unit, session)
+
+
+async def connect_now(account_id: str, agent: Agent, wanted: Sequence[Wanted]) -> dict[str, Any]:
+    """The admin API's connect: `connect` in a unit of its own; the session started, in
+    its API shape (`started_api`)."""
+    async with db.write() as unit:
+        started = await connect(unit, account_id, agent, wanted)
+        return await started_api(unit, started)

@@ -1,4 +1,4 @@
-"""Bearer-token authentication and the caller of the current request.
+"""Bearer-token authentication: the caller of a request.
 
 Tokens are 256-bit random strings; only their SHA-256 is stored (a token has full entropy,
 so a slow password hash would add cost without adding safety). A bearer token is an API key's
@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +36,30 @@ ACCESS_TOKEN_PREFIX = "tgw_pat_"  # noqa: S105 - a public prefix, not a secret
 MAX_TOKEN_LENGTH = 512
 
 
+NOT_CARRIED = object()
+
+
+class Carried:
+    """A row the credential check read in its own statement (`bearer_info` with `row`): its
+    model, id and record (None when there is no such row). The request's read of that row
+    through `crud.get_owned` takes it (`take`) instead of reading it again."""
+
+    __slots__ = ("id", "model", "row")
+
+    def __init__(self, model: type[Any], id_: str, row: Any) -> None:
+        self.model: type[Any] | None = model
+        self.id = id_
+        self.row = row
+
+    def take(self, model: type[Any], id_: str) -> Any:
+        """The row `id_` of `model` (None when there is no such row), once; `NOT_CARRIED`
+        when it is another row, or was taken."""
+        if self.model is not model or self.id != id_:
+            return NOT_CARRIED
+        self.model = None
+        return self.row
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: the principal behind the API key or access token, and its account."""
@@ -56,6 +79,8 @@ class Caller:
     # The access token's id and scopes; None for an API key (every scope).
     access_token_id: str | None = None
     scopes: frozenset[str] | None = None
+    # The row the credential check read along (`bearer_info` with `row`), or None.
+    carried: Carried | None = field(default=None, compare=False)
 
     def may(self, scope: str) -> bool:
         """Whether the credential holds `scope` (an API key holds every scope)."""
@@ -79,12 +104,14 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
 
     `row` (the pipeline passes it for a GET of one resource): its collection path and id. The
     resource's row is then read in the same statement as the key (one database round trip
-    for the request, not two) and carried to the handler's read of it (`take_carried`): the
+    for the request, not two) and carried by the caller to the handler's read of it
+    (`Caller.carried`): the
     key is still checked on every request, in the very statement that reads the data."""
     if not token or len(token) > MAX_TOKEN_LENGTH or not token.isprintable():
         context = {"reason": "malformed", "credential": masked(token)}
         raise ApiError(Code.INVALID_CREDENTIALS, context=context)
     digest = hash_token(token)
+    carried = None
     kind = _ACCESS if token.startswith(ACCESS_TOKEN_PREFIX) else _KEYS
     model = _MODELS_AT.get(row[0]) if row is not None else None
     target = (model, row[1]) if model is not None and row is not None else None
@@ -97,8 +124,8 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     if found is None or not hmac.compare_digest(found[0], digest):
         raise ApiError(Code.INVALID_CREDENTIALS, context={"credential": masked(token)})
     if target is not None:  # the row's record: all NULLs from the outer join when there is none
-        found, carried = found[: kind.width], found[kind.width]
-        _carried.set((target[0], target[1], carried if carried.id is not None else None))
+        found, record = found[: kind.width], found[kind.width]
+        carried = Carried(target[0], target[1], record if record.id is not None else None)
     _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = (
         found[:9]
     )
@@ -116,7 +143,14 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     timefmt.clock_offset.set(timedelta(seconds=clock_offset) if clock_offset else None)
     if kind is _KEYS:
         caller = Caller(
-            account_id, principal_id, is_admin, key_id, restriction, bool(faults), subscribed
+            account_id,
+            principal_id,
+            is_admin,
+            key_id,
+            restriction,
+            bool(faults),
+            subscribed,
+            carried=carried,
         )
         return {"sub": principal_id, "caller": caller}
     scopes, expires_at, revoked_at = found[10:13]
@@ -138,6 +172,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         subscribed,
         access_token_id=key_id,
         scopes=frozenset(scopes or ()),
+        carried=carried,
     )
     return {"sub": principal_id, "caller": caller}
 
@@ -234,42 +269,3 @@ def _with_row(kind: _Kind, model: type[AccountScoped]) -> Query:
     return Query(
         kind.statement.add_columns(model).outerjoin(model, col(model.id) == bindparam("row_id"))
     )
-
-
-# A row the credential check read in its own statement (`bearer_info` with `row`): (model, id,
-# the record or None when there is no such row). The request's read of that row through
-# `crud.get_owned` takes it instead of reading it again; each request's task sets it anew.
-_carried: ContextVar[tuple[Any, str, Any] | None] = ContextVar("tunnelgw_carried", default=None)
-NOT_CARRIED = object()
-
-
-def take_carried(model: type[Any], id_: str) -> Any:
-    """The row `id_` of `model` that the credential check read along (None when there is no
-    such row), once; `NOT_CARRIED` when it did not read that row."""
-    carried = _carried.get()
-    if carried is None or carried[0] is not model or carried[1] != id_:
-        return NOT_CARRIED
-    _carried.set(None)
-    return carried[2]
-
-
-# The authenticated caller of the current request (set by tunnelgw.http's security step).
-_caller: ContextVar[Caller | None] = ContextVar("tunnelgw_caller", default=None)
-
-
-def activate(found: Caller) -> None:
-    """Make `found` the caller of the current request (its task and the tasks it starts)."""
-    _caller.set(found)
-
-
-def current() -> Caller | None:
-    """The caller of the current request; None outside one (a fixture load, the CLI)."""
-    return _caller.get()
-
-
-def caller() -> Caller:
-    """The authenticated caller of the current request."""
-    found = _caller.get()
-    if found is None:  # pragma: no cover - security runs before handlers
-        raise ApiError(Code.AUTHENTICATION_REQUIRED)
-    return found

@@ -15,7 +15,7 @@ from typing import Any
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Principal
-from tunnelgw.services import auth, crud, paging, quotas
+from tunnelgw.services import crud, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
 from tunnelgw.storage import db
@@ -53,8 +53,7 @@ class BotUsers:
             raise ApiError(Code.NOT_FOUND, f"No bot user with id {id_!r}.", id=id_)
         return row
 
-    async def create(self, body: Body = None) -> tuple[dict[str, Any], int]:
-        caller = auth.caller()
+    async def create(self, caller: Caller, body: Body = None) -> tuple[dict[str, Any], int]:
         _require_admin(caller, "create")
         bot = Principal.new(
             id=ids.new_id(Principal.PREFIX), account_id=caller.account_id, kind=KIND
@@ -64,17 +63,19 @@ class BotUsers:
             await quotas.add(unit, bot)
         return bot.to_api(self.path), 201
 
-    async def get(self, id: str) -> dict[str, Any]:  # noqa: A002 - the spec's parameter name
+    async def get(self, caller: Caller, id: str) -> dict[str, Any]:  # noqa: A002
         async with db.read() as unit:
-            return (await self._bot(unit, auth.caller(), id)).to_api(self.path)
+            return (await self._bot(unit, caller, id)).to_api(self.path)
 
     async def list(
         self,
+        caller: Caller,
         limit: int = paging.MAX_LIMIT,
         before_id: str | None = None,
         filter: str | None = None,  # noqa: A002 - the spec's parameter name
     ) -> crud.Listed:
         return await crud.read_page(
+            caller,
             Principal,
             self.key,
             limit,
@@ -92,16 +93,19 @@ class BotUsers:
         path = self.path
         return lambda row: row.to_api(path)
 
-    async def update(self, id: str, body: Body = None) -> dict[str, Any]:  # noqa: A002
-        caller = auth.caller()
+    async def update(
+        self,
+        caller: Caller,
+        id: str,  # noqa: A002
+        body: Body = None,
+    ) -> dict[str, Any]:
         async with db.write() as unit:
             bot = await self._bot(unit, caller, id)
             _require_admin(caller, "change")
             crud.apply_patch(bot, body or {}, FIELDS)
         return bot.to_api(self.path)
 
-    async def delete(self, id: str) -> tuple[None, int]:  # noqa: A002
-        caller = auth.caller()
+    async def delete(self, caller: Caller, id: str) -> tuple[None, int]:  # noqa: A002
         async with db.write() as unit:
             bot = await self._bot(unit, caller, id, lock=True)
             _require_admin(caller, "delete")

@@ -22,7 +22,8 @@ from tunnelgw.models import IssuingAuthority, TlsCertificate
 from tunnelgw.models.cert_managed import CertManaged
 from tunnelgw.models.tls_certificate import certificate_columns
 from tunnelgw.rules import certmanagement
-from tunnelgw.services import auth, crud, listing, paging, quotas
+from tunnelgw.services import crud, listing, paging, quotas
+from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db, records
 from tunnelgw.storage.unit import Unit
 
@@ -163,15 +164,16 @@ async def settled_rows(rows: list[M]) -> list[M]:
     return [fresh.get(row.id, row) for row in rows]  # type: ignore[attr-defined]
 
 
-async def read_settled(model: type[M], id_: str) -> dict[str, Any]:
+async def read_settled(caller: Caller, model: type[M], id_: str) -> dict[str, Any]:
     """GET of a certificate-managed resource: the caller's row `id_` as of now (404 else)."""
     async with db.read() as unit:
-        row: Any = await crud.get_owned(unit, model, auth.caller(), id_)
+        row: Any = await crud.get_owned(unit, model, caller, id_)
     api: dict[str, Any] = (await settled_rows([row]))[0].to_api()
     return api
 
 
 async def list_settled(
+    caller: Caller,
     model: type[M],
     key: str,
     limit: int,
@@ -183,10 +185,10 @@ async def list_settled(
     scoped: Any = model
     if expression is not None:
         return await listing.read_filtered(
-            scoped, key, limit, before_id, expression, prepare=settled_rows
+            caller, scoped, key, limit, before_id, expression, prepare=settled_rows
         )
     async with db.read() as unit:
-        rows, more = await paging.page_rows(unit, scoped, auth.caller(), limit, before_id)
+        rows, more = await paging.page_rows(unit, scoped, caller, limit, before_id)
     return paging.envelope(key, scoped.PATH, await settled_rows(rows), limit, more=more)
 
 

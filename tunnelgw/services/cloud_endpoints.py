@@ -1,18 +1,25 @@
 """Cloud endpoints against the account's state: the reserved domain or TCP address a public
 URL must match (a name under the service's shared domain is reserved on the fly, as the
 platform does), the pooling rule for endpoints sharing a URL and binding, and the vault
-secrets a traffic policy reads. The URL and policy rules themselves are pure
-(tunnelgw.rules.endpoint_urls, tunnelgw.rules.traffic_policy)."""
+secrets a traffic policy reads; a cloud endpoint created, changed and deleted in one unit
+each. The URL and policy rules themselves are pure (tunnelgw.rules.endpoint_urls,
+tunnelgw.rules.traffic_policy)."""
 
 from __future__ import annotations
 
-from tunnelgw.core import ids, settings
+from typing import Any
+
+from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Endpoint, ReservedAddr, ReservedDomain, VaultSecret
 from tunnelgw.rules import endpoint_urls, hostnames, traffic_policy
 from tunnelgw.rules.endpoint_urls import Target
-from tunnelgw.services import quotas, vaults
+from tunnelgw.services import crud, quotas, vaults
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
+
+CLOUD = "cloud"
 
 
 async def place(unit: Unit, account_id: str, row: Endpoint, target: Target) -> None:
@@ -145,3 +152,66 @@ async def using_secret(unit: Unit, account_id: str, vault: str, name: str) -> li
         if (vault, name) in secrets:
             found.append(row)
     return [row.id for row in sorted(found, key=lambda row: (row.created_at, row.id))]
+
+
+async def create(
+    caller: Caller, row: Endpoint, target: Target, checked: traffic_policy.Policy
+) -> Endpoint:
+    """CREATE /endpoints: the cloud endpoint `row` admitted by its quota, placed on its
+    domain or address (`place`), its pool and the secrets its traffic policy reads checked."""
+    async with db.write() as unit:
+        await quotas.add(unit, row)  # first: it takes the account's turn (PostgreSQL)
+        await place(unit, caller.account_id, row, target)
+        await check_pool(unit, caller.account_id, row)
+        await check_secrets(unit, caller.account_id, checked)
+    return row
+
+
+async def _cloud(unit: Unit, caller: Caller, id_: str) -> Endpoint:
+    """The caller's cloud endpoint `id_`, locked; 404, or 409 for an agent endpoint."""
+    row = await crud.get_managed(unit, Endpoint, caller, id_, lock=True)
+    if row.type != CLOUD:
+        raise ApiError(
+            Code.AGENT_ENDPOINT_READ_ONLY,
+            f"{id_} is an {row.type} endpoint, which its agent manages: stop or reconfigure "
+            "the agent instead; only cloud endpoints are changed or deleted through the API.",
+            id=id_,
+        )
+    return row
+
+
+async def update(caller: Caller, id_: str, body: dict[str, Any]) -> Endpoint:
+    """PATCH /endpoints/{id}: the caller's cloud endpoint with the body's URL, bindings,
+    pooling, traffic policy, description and metadata, checked as a create's."""
+    async with db.write() as unit:
+        row = await _cloud(unit, caller, id_)
+        url, bindings = body.get("url"), body.get("bindings")
+        pooling = body.get("pooling_enabled")
+        if url or bindings or pooling is not None:
+            # As creates do: one URL check at a time.
+            await quotas.take_turn(unit, caller.account_id)
+            target = endpoint_urls.check(url or row.public_url, bindings or row.bindings)
+            if target.scheme != row.proto:
+                raise ApiError(
+                    Code.ENDPOINT_SCHEME_CHANGE,
+                    f"The endpoint is {row.proto}; a {target.scheme} URL needs a new endpoint "
+                    "(create it, then delete this one).",
+                    field="url",
+                )
+            if pooling is not None:
+                row.pooling_enabled = pooling
+            await place(unit, caller.account_id, row, target)
+            await check_pool(unit, caller.account_id, row)
+        if body.get("traffic_policy") is not None:
+            checked = traffic_policy.parse(body["traffic_policy"], row.proto)
+            await check_secrets(unit, caller.account_id, checked)
+            row.traffic_policy = body["traffic_policy"]
+        crud.apply_patch(row, body, crud.DESCRIBED_FIELDS)
+        row.updated_at = timefmt.utcnow()
+    return row
+
+
+async def delete(caller: Caller, id_: str) -> None:
+    """DELETE /endpoints/{id}: the caller's cloud endpoint removed (409 for an agent's)."""
+    async with db.write() as unit:
+        await unit.delete(await _cloud(unit, caller, id_))

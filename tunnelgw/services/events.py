@@ -5,6 +5,7 @@ the account's subscriptions with that type as a source, recorded per destination
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
@@ -29,7 +30,7 @@ from tunnelgw.models.event_source import of_subscription
 from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
-from tunnelgw.services import auth, edges, faults
+from tunnelgw.services import edges, faults
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
@@ -90,6 +91,7 @@ def kind_of(row: Any) -> str | None:
     return kind
 
 
+@functools.cache
 def _watched() -> frozenset[type]:
     tables = [mapper.class_ for mapper in SQLModel._sa_registry.mappers]
     kinds = {model for model in tables if getattr(model, "EVENT_KIND", None) is not None}
@@ -145,25 +147,33 @@ class _Change:
 
 
 class EventObserver:
-    """The write units' change observer (tunnelgw.storage.unit.ChangeObserver) of requests."""
+    """The write units' change observer (tunnelgw.storage.unit.ChangeObserver) of requests.
 
-    def __init__(self) -> None:
-        self._models: frozenset[type] | None = None
+    `quiet_account`: an account known to have had no event subscriptions when the request's
+    credential was checked (`quiet`); its changes fire nothing and are not rendered, unless
+    the unit writes what events are routed by (the account's first subscription). A
+    subscription made meanwhile by another request counts from the account's next request."""
+
+    __slots__ = ("quiet_account",)
+
+    def __init__(self, quiet_account: str | None = None) -> None:
+        self.quiet_account = quiet_account
 
     def watches(self, model: type) -> bool:
-        models = self._models
-        if models is None:
-            models = self._models = _watched()
-        return model in models
+        return model in _watched()
+
+    def _quiet(self, row: Record) -> bool:
+        account = self.quiet_account
+        return account is not None and getattr(row, "account_id", None) == account
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
-        if row.__model__ in _PARENTS or kind_of(row) is None or _quiet(row):
+        if row.__model__ in _PARENTS or kind_of(row) is None or self._quiet(row):
             return None
         return await render(unit, row)
 
     async def changed(self, unit: Unit, changes: Changes) -> None:
         rows = [*changes.created, *changes.updated, *(row for row, _ in changes.deleted)]
-        if all(_quiet(row) and row.__model__ not in _ROUTING for row in rows):
+        if all(self._quiet(row) and row.__model__ not in _ROUTING for row in rows):
             return
         by_account: dict[str, list[_Change]] = {}
         for change in await _net(unit, changes):
@@ -175,18 +185,6 @@ class EventObserver:
 # The rows events are routed by: a unit that writes them (the account's first subscription)
 # fires as it would with subscriptions before it.
 _ROUTING = frozenset((EventSubscription, EventSource, EventSubscriptionDestination))
-
-
-def _quiet(row: Record) -> bool:
-    """Whether the change of `row` fires nothing: its account is the caller's, which had no
-    event subscriptions when the request's credential was checked (a subscription made
-    meanwhile counts from the account's next request on)."""
-    caller = auth.current()
-    return (
-        caller is not None
-        and not caller.subscriptions
-        and getattr(row, "account_id", None) == caller.account_id
-    )
 
 
 async def _net(unit: Unit, changes: Changes) -> list[_Change]:
@@ -335,6 +333,12 @@ async def count(account_id: str, filters: Filters) -> int:
 def activate() -> Any:
     """Make events fire for the write units of this task (a request); the token resets it."""
     return units.set_observer(OBSERVER)
+
+
+def quiet(account_id: str) -> None:
+    """The account had no event subscriptions when the request's credential was checked:
+    its changes in this task fire nothing (until `deactivate` resets the observer)."""
+    units.set_observer(EventObserver(quiet_account=account_id))
 
 
 def deactivate(token: Any) -> None:

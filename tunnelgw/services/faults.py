@@ -23,8 +23,10 @@ from sqlmodel import col
 
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import FaultRule
+from tunnelgw.models import Account, EventDestination, FaultRule
 from tunnelgw.models.fault_rule import DELIVER
+from tunnelgw.services import crud, quotas
+from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -109,3 +111,54 @@ async def fail_delivery(
             "rule": rule.id,
         }
     return None
+
+
+# --- the rules of an account (`/_admin/faults`) --------------------------------------------
+
+
+async def add_rule(caller: Caller, body: dict[str, Any], destination_id: str | None) -> FaultRule:
+    """A rule of the body for the caller's account (at most MAX_RULES; a destination named
+    must be the caller's: 404 ERR_REFERENCE_NOT_FOUND); the account marked as having rules,
+    so the credential check tells its requests to read them."""
+    async with db.write() as unit:
+        if destination_id is not None:
+            await crud.get_reference(
+                unit, EventDestination, caller, destination_id, "destination_id"
+            )
+        # The same count and lock as the quotas of the API's resources, with a fixed limit.
+        await quotas.admit(unit, FaultRule, caller.account_id, limit=MAX_RULES)
+        account = await unit.get(Account, caller.account_id, lock=True)
+        assert account is not None  # the caller's key names it
+        account.fault_rules = True
+        rule = FaultRule.new(
+            id=ids.new_id(FaultRule.PREFIX),
+            account_id=caller.account_id,
+            operation=body["operation"],
+            destination_id=destination_id,
+            status=body.get("status"),
+            latency_ms=body.get("latency_ms") or 0,
+            probability=float(body.get("probability", 1.0)),
+            remaining=body.get("count"),
+        )
+        unit.add(rule)
+    return rule
+
+
+async def rules(account_id: str) -> list[FaultRule]:
+    """The account's rules, oldest first."""
+    async with db.read() as unit:
+        found = await unit.exec(
+            select(FaultRule)
+            .where(col(FaultRule.account_id) == account_id)
+            .order_by(col(FaultRule.id))
+        )
+        return list(found.all())
+
+
+async def clear(account_id: str) -> None:
+    """The account's rules removed, and its mark of having some."""
+    async with db.write() as unit:
+        await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == account_id))
+        await unit.exec(
+            update(Account).where(col(Account.id) == account_id).values(fault_rules=False)
+        )

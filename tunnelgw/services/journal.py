@@ -24,6 +24,7 @@ from sqlalchemy import and_, bindparam, delete, func, select
 from sqlmodel import col
 
 from tunnelgw.models import JournalEntry
+from tunnelgw.storage import db
 from tunnelgw.storage.db import Database
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -278,33 +279,37 @@ class Match:
         return and_(*terms)
 
 
-async def entries(
-    unit: Unit, account_id: str, match: Match, limit: int, keep: int
-) -> list[JournalEntry]:
+async def entries(account_id: str, match: Match, limit: int, keep: int) -> list[JournalEntry]:
     """The newest `limit` entries that match, oldest first, of the newest `keep`."""
     if keep <= 0:
         return []  # the journal records nothing
-    start = await floor(unit, account_id, keep)
-    found = await unit.exec(
-        select(JournalEntry)
-        .where(match.condition(account_id, start))
-        .order_by(col(JournalEntry.seq).desc())
-        .limit(limit)
-    )
-    return list(reversed(found.all()))
+    async with db.read() as unit:
+        start = await floor(unit, account_id, keep)
+        found = await unit.exec(
+            select(JournalEntry)
+            .where(match.condition(account_id, start))
+            .order_by(col(JournalEntry.seq).desc())
+            .limit(limit)
+        )
+        return list(reversed(found.all()))
 
 
-async def count(unit: Unit, account_id: str, match: Match, keep: int) -> int:
+async def count(account_id: str, match: Match, keep: int) -> int:
     """How many of the newest `keep` entries match."""
     if keep <= 0:
         return 0
-    start = await floor(unit, account_id, keep)
-    found = await unit.exec(
-        select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
-    )
-    return int(found.one())
+    async with db.read() as unit:
+        start = await floor(unit, account_id, keep)
+        found = await unit.exec(
+            select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
+        )
+        return int(found.one())
 
 
-async def clear(unit: Unit, account_id: str) -> int:
-    result = await unit.exec(delete(JournalEntry).where(col(JournalEntry.account_id) == account_id))
+async def clear(account_id: str) -> int:
+    """The account's entries removed; how many."""
+    async with db.write() as unit:
+        result = await unit.exec(
+            delete(JournalEntry).where(col(JournalEntry.account_id) == account_id)
+        )
     return result.rowcount

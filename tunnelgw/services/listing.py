@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 from tunnelgw.core import spec, urls
 from tunnelgw.models.base import AccountScoped
 from tunnelgw.rules.filtering import Filter, compile_filter
-from tunnelgw.services import auth
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.paging import Renderer, cursor, keyset_rows
 from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
@@ -65,6 +65,7 @@ class Found:
 
 
 async def scan(
+    caller: Caller,
     model: type[AccountScoped],
     start: str | None,
     limit: int,
@@ -77,7 +78,6 @@ async def scan(
 ) -> Found:
     """Up to `limit` items of the caller's rows older than `start` for which `match` holds
     (see the module docstring for the bound and `next_page_uri`)."""
-    caller = auth.caller()
     items: list[dict[str, Any]] = []
     cursor, scanned = start, 0
     batch = max(limit + 1, FIRST_BATCH)
@@ -131,6 +131,7 @@ def envelope(
 
 
 async def read_filtered(
+    caller: Caller,
     model: type[AccountScoped],
     key: str,
     limit: int,
@@ -162,6 +163,7 @@ async def read_filtered(
         tests.append(functools.partial(_exact, field, values))
     query += keep or []
     found = await scan(
+        caller,
         model,
         start,
         limit,

@@ -16,7 +16,7 @@ from sqlmodel import SQLModel
 from tunnelgw.core import timefmt
 from tunnelgw.crypto import keys
 from tunnelgw.models.base import SECRET
-from tunnelgw.storage import records
+from tunnelgw.storage import db, records
 from tunnelgw.storage.unit import Unit
 
 FORMAT = 1
@@ -180,6 +180,13 @@ async def take(unit: Unit, account_id: str, *, include_secrets: bool) -> dict[st
         if kek is None
         else {"kek_fingerprint": keys.fingerprint(kek), "sealed": sealed},
     }
+
+
+async def take_now(account_id: str, *, include_secrets: bool) -> dict[str, Any]:
+    """`take` in a write unit of its own: one transaction, so one state (nothing is
+    written)."""
+    async with db.write() as unit:
+        return await take(unit, account_id, include_secrets=include_secrets)
 
 
 def _bytes(value: Any) -> bytes:

@@ -23,7 +23,9 @@ from tunnelgw.models import (
     ssh_host_certificate,
     ssh_user_certificate,
 )
-from tunnelgw.services import auth, crud
+from tunnelgw.services import crud, quotas
+from tunnelgw.services.auth import Caller
+from tunnelgw.storage import db
 from tunnelgw.storage.unit import Unit
 
 if TYPE_CHECKING:
@@ -88,14 +90,39 @@ def _private_key(ca: SshCertificateAuthority) -> ssh.CaPrivateKey:
     return ssh.load_ca_key(der)
 
 
-async def sign(
-    unit: Unit,
+async def issue(
+    caller: Caller,
     cert: SshCertificate,
     key: ssh.UserKey,
     *,
     host: bool,
     critical_options: Mapping[str, str] | None = None,
     extensions: Mapping[str, str] | None = None,
+) -> SshCertificate:
+    """CREATE: `cert` signed (`_sign`), admitted by its quota and inserted, in one unit."""
+    async with db.write() as unit:
+        await _sign(
+            unit,
+            caller,
+            cert,
+            key,
+            host=host,
+            critical_options=critical_options,
+            extensions=extensions,
+        )
+        await quotas.add(unit, cert)
+    return cert
+
+
+async def _sign(
+    unit: Unit,
+    caller: Caller,
+    cert: SshCertificate,
+    key: ssh.UserKey,
+    *,
+    host: bool,
+    critical_options: Mapping[str, str] | None,
+    extensions: Mapping[str, str] | None,
 ) -> None:
     """Sign `cert` (its `certificate` is set) with the caller's CA it names, share-locked
     against a concurrent delete: 404 ERR_REFERENCE_NOT_FOUND when it is not the caller's.
@@ -105,7 +132,7 @@ async def sign(
     ca = await crud.get_reference(
         unit,
         SshCertificateAuthority,
-        auth.caller(),
+        caller,
         cert.ssh_certificate_authority_id,
         "ssh_certificate_authority_id",
         lock="share",
@@ -124,8 +151,11 @@ async def sign(
     )
 
 
-async def has_unexpired(unit: Unit, ca_id: str, now: datetime) -> bool:
-    """Whether the CA `ca_id` signed a user or host certificate that is unexpired at `now`."""
-    return await ssh_user_certificate.has_unexpired(
-        unit, ca_id, now
-    ) or await ssh_host_certificate.has_unexpired(unit, ca_id, now)
+async def unexpired(unit: Unit, ca: SshCertificateAuthority) -> list[str]:
+    """The id of a user and of a host certificate the CA signed that are unexpired now (at
+    most one of each; [] when none): the CA's delete guard."""
+    now = timefmt.utcnow()
+    return [
+        *await ssh_user_certificate.unexpired(unit, ca.id, now),
+        *await ssh_host_certificate.unexpired(unit, ca.id, now),
+    ]

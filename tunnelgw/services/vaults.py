@@ -1,6 +1,7 @@
 """Vaults and their secrets: names (unique in the account, in the vault), which vault a new
 secret goes to, a secret's value sealed under the key-encryption key, one vault's secrets as a
-list, and `find_secret`, how a traffic policy's `secrets.get("vault", "name")` is resolved."""
+list, vaults and secrets created and changed in one unit each, and `find_secret`, how a
+traffic policy's `secrets.get("vault", "name")` is resolved."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 from sqlalchemy import bindparam, update
 from sqlmodel import col
 
+from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.crypto import keys
 from tunnelgw.models import Vault, VaultSecret
-from tunnelgw.services import auth, crud, listing, paging
+from tunnelgw.services import crud, listing, paging, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
 from tunnelgw.storage.statements import Query
@@ -145,14 +147,14 @@ async def secrets_in(unit: Unit, vault_id: str, start: str | None, count: int) -
 
 
 async def secrets_page(
-    vault_id: str, limit: int, before_id: str | None, expression: str | None
+    caller: Caller, vault_id: str, limit: int, before_id: str | None, expression: str | None
 ) -> dict[str, Any]:
     """GET /vaults/{id}/secrets: a page of the caller's vault's secrets, newest first, those
     matching `expression` when given (as on every list); 404 for another account's vault."""
     path = f"{Vault.PATH}/{vault_id}/secrets"
     start = paging.cursor(VaultSecret.PREFIX, before_id)
     async with db.read() as unit:
-        vault = await crud.get_owned(unit, Vault, auth.caller(), vault_id)
+        vault = await crud.get_owned(unit, Vault, caller, vault_id)
         if expression is None:
             rows = await secrets_in(unit, vault.id, start, limit + 1)
             return paging.envelope("secrets", path, rows[:limit], limit, more=len(rows) > limit)
@@ -161,7 +163,7 @@ async def secrets_page(
         return await secrets_in(unit, vault.id, cursor, count)
 
     return await listing.read_filtered(
-        VaultSecret, "secrets", limit, before_id, expression, path=path, fetch=fetch
+        caller, VaultSecret, "secrets", limit, before_id, expression, path=path, fetch=fetch
     )
 
 
@@ -179,3 +181,71 @@ def reveal(secret: VaultSecret) -> str:
     """The value of `secret` (for the server's own use, e.g. a traffic policy; never an API
     response). Raises tunnelgw.crypto.keys.UnwrapError under another key-encryption key."""
     return keys.unwrap(keys.current(), secret.wrapped_value, secret.id.encode("ascii")).decode()
+
+
+async def create_vault(caller: Caller, vault: Vault) -> Vault:
+    """CREATE /vaults: `vault` admitted by its quota and inserted (409 ERR_VAULT_NAME_TAKEN
+    when the account has a vault of its name)."""
+    async with db.write() as unit:
+        # The quota's account lock first: creates of one account then check names in turn.
+        await quotas.admit(unit, Vault, caller.account_id)
+        await check_vault_name(unit, caller.account_id, vault.name)
+        unit.add(vault)
+    return vault
+
+
+async def update_vault(caller: Caller, id_: str, body: dict[str, Any]) -> Vault:
+    """PATCH /vaults/{id}: name (`rename_vault`), description and metadata."""
+    async with db.write() as unit:
+        vault = await crud.get_managed(unit, Vault, caller, id_, lock=True)
+        name = body.get("name")
+        if name is not None and name != vault.name:
+            await rename_vault(unit, vault, name)
+        crud.apply_patch(vault, body, crud.DESCRIBED_FIELDS)
+        vault.updated_at = timefmt.utcnow()
+        vault.last_updated_by = caller.principal_id
+    return vault
+
+
+async def create_secret(caller: Caller, body: dict[str, Any]) -> VaultSecret:
+    """CREATE /vault_secrets: the body's secret in the vault it names
+    (`vault_for_new_secret`), its name free there (409 ERR_SECRET_NAME_TAKEN), its value
+    sealed."""
+    name: str = body["name"]  # name and value are required by the schema
+    value: str = body["value"]
+    secret_id = ids.new_id(VaultSecret.PREFIX)
+    async with db.write() as unit:
+        vault = await vault_for_new_secret(unit, caller, body)
+        await quotas.admit(unit, VaultSecret, caller.account_id)
+        await check_secret_name(unit, vault, name)
+        secret = VaultSecret.new(
+            id=secret_id,
+            account_id=caller.account_id,
+            vault_id=vault.id,
+            vault_name=vault.name,
+            name=name,
+            wrapped_value=wrap_value(secret_id, value),
+            created_by=caller.principal_id,
+            last_updated_by=caller.principal_id,
+        )
+        secret.updated_at = secret.created_at
+        crud.apply_patch(secret, body, crud.DESCRIBED_FIELDS)
+        unit.add(secret)
+    return secret
+
+
+async def update_secret(caller: Caller, id_: str, body: dict[str, Any]) -> VaultSecret:
+    """PATCH /vault_secrets/{id}: name (free in its vault), value, description, metadata."""
+    async with db.write() as unit:
+        secret = await crud.get_managed(unit, VaultSecret, caller, id_, lock=True)
+        name, value = body.get("name"), body.get("value")
+        if name is not None and name != secret.name:
+            vault = await crud.get_owned(unit, Vault, caller, secret.vault_id)
+            await check_secret_name(unit, vault, name, secret.id)
+            secret.name = name
+        if value is not None:
+            secret.wrapped_value = wrap_value(secret.id, value)
+        crud.apply_patch(secret, body, crud.DESCRIBED_FIELDS)
+        secret.updated_at = timefmt.utcnow()
+        secret.last_updated_by = caller.principal_id
+    return secret

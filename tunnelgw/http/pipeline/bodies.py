@@ -6,7 +6,6 @@ a large one is parsed and checked on a worker thread, so the event loop keeps se
 from __future__ import annotations
 
 import asyncio
-from contextvars import ContextVar
 from typing import Any
 
 from connexion.operations import AbstractOperation
@@ -23,9 +22,6 @@ JSON = "application/json"
 # Bodies larger than this are parsed and checked on a worker thread (a 1 MiB body costs tens
 # of milliseconds; the thread hop, tens of microseconds, is not worth it for small ones).
 THREAD_BYTES = 64 * 1024
-
-# The request body as sent (for handlers that report positions in it: the admin fixtures).
-raw_body: ContextVar[bytes] = ContextVar("tunnelgw_raw_body", default=b"")
 
 
 class Body:
@@ -50,7 +46,6 @@ class Body:
                 f"Content-Type {mime[:64]!r} is not supported; send {', '.join(self.consumes)}.",
                 context={"content_type": (content_type or "")[:64]},
             )
-        raw_body.set(raw)
         if len(raw) > THREAD_BYTES:
             return await asyncio.to_thread(self.check, raw)
         return self.check(raw)

@@ -24,7 +24,7 @@ from tunnelgw.http.pipeline.bodies import JSON, Body
 from tunnelgw.http.pipeline.parameters import INTEGER, VERSION_HEADER, Parameters, header
 from tunnelgw.http.pipeline.responses import Responses, send_response
 from tunnelgw.rules import cidrs
-from tunnelgw.services import auth, faults, journal, rendercache, restrictions
+from tunnelgw.services import auth, events, faults, journal, rendercache, restrictions
 from tunnelgw.storage import db
 
 log = logging.getLogger("tunnelgw.restrictions")
@@ -80,6 +80,10 @@ class Operation:
         # Body fields that repeat a path parameter (`x-path-param`), as client libraries send.
         self.echoes = bodies.path_echoes(self.body.schema) if self.body is not None else ()
         self.takes_body = self.body is not None and (has_kwargs or "body" in arguments)
+        # What the pipeline knows, passed to a handler that names it: the authenticated
+        # caller (with the row its credential check read along) and the body as sent.
+        self.takes_caller = "caller" in arguments
+        self.takes_raw_body = "raw_body" in arguments
         self.responses = Responses(operation) if validate_responses else None
         # The request journal (admin API on): the account's API requests, not the admin API's.
         journaled = journal_keep > 0 and self.authenticate is not None and self.restrictable
@@ -116,13 +120,15 @@ class Operation:
             raw = await bodies.receive_body(receive, self.max_body_bytes)
             scope[RAW_BODY] = raw
         async with db.request_scope():
+            caller: auth.Caller | None = None
             if self.authenticate is not None:
                 info = await self.authenticate(headers, self._row(path))
                 # None: the operator's token (the account operations), no account's caller.
-                caller: auth.Caller | None = info["caller"]
+                caller = info["caller"]
                 if caller is not None:
-                    auth.activate(caller)
                     scope[CALLER] = caller
+                    if not caller.subscriptions:
+                        events.quiet(caller.account_id)
                     if caller.scopes is not None:
                         self._check_scope(caller)
                     if caller.api_restriction and self.restrictable:
@@ -136,8 +142,17 @@ class Operation:
                     bodies.check_echoes(body, scope.get("path_params", {}), self.echoes)
                 if self.takes_body:
                     kwargs["body"] = body
-            if self.faults and auth.caller().fault_rules and not scope.get(INTERNAL):
-                await faults.apply(auth.caller().account_id, self.spec_operation_id)
+            if self.takes_caller:
+                kwargs["caller"] = caller
+            if self.takes_raw_body:
+                kwargs["raw_body"] = raw
+            if (
+                self.faults
+                and caller is not None
+                and caller.fault_rules
+                and not scope.get(INTERNAL)
+            ):
+                await faults.apply(caller.account_id, self.spec_operation_id)
             return await self.handler(**kwargs)
 
     def _check_scope(self, caller: auth.Caller) -> None:
