@@ -5,6 +5,7 @@ observer of its context (`observing`) what it created, updated and deleted."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
@@ -236,15 +237,23 @@ class Unit:
         await self._conn.run_many(sql, rows)
 
     async def flush(self) -> None:
-        """Insert the rows added so far."""
+        """Insert the rows added so far, in the order added: consecutive rows of one table in
+        one statement (executemany: the deliveries of an event, say)."""
         pending, self._pending = self._pending, []
         watcher = self._observer
-        for row in pending:
-            table = records.table_sql(row.__model__, self.dialect)
-            await self._conn.run(table.insert, tuple(map(self._encode, records.values_of(row))))
-            self._track(row)
-            if watcher is not None and watcher.watches(row.__model__):
-                self._created[(row.__model__, records.primary_key(row))] = row
+        for model, group in itertools.groupby(pending, key=lambda row: row.__model__):
+            rows = list(group)
+            table = records.table_sql(model, self.dialect)
+            values = [tuple(map(self._encode, records.values_of(row))) for row in rows]
+            if len(values) == 1:
+                await self._conn.run(table.insert, values[0])
+            else:
+                await self._conn.run_many(table.insert, values)
+            watched = watcher is not None and watcher.watches(model)
+            for row in rows:
+                self._track(row)
+                if watched:
+                    self._created[(model, records.primary_key(row))] = row
 
     async def delete(self, row: Any) -> None:
         """Delete `row` now."""
