@@ -234,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     for setting in args.b_env:
         key, _, value = setting.partition("=")
         b.env[key] = value
-    if b.env or b.subscriptions:
-        b.label += f" ({', '.join([*args.b_env, f'{b.subscriptions} subscriptions'])})"
+    settings = [*args.b_env, *([f"{b.subscriptions} subscriptions"] if b.subscriptions else [])]
+    if settings:
+        b.label += f" ({', '.join(settings)})"
     if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("ab: WARNING: the machine is busy; the rounds' spread will show it", file=sys.stderr)
     started = time.monotonic()
