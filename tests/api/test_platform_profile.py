@@ -24,7 +24,9 @@ from tunnelgw.core import platform_errors
 from tunnelgw.core.settings import Settings
 from tunnelgw.http.app import create_app
 
-pytestmark = pytest.mark.inprocess
+# One process runs them all, in order (`--dist loadgroup` under pytest-xdist): the last test
+# checks what the others answered in this process.
+pytestmark = [pytest.mark.inprocess, pytest.mark.xdist_group("platform-profile")]
 
 SHARED = "tunnelgw.test"
 POLICY = """
