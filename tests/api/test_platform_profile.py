@@ -24,9 +24,9 @@ from tunnelgw.core import platform_errors
 from tunnelgw.core.settings import Settings
 from tunnelgw.http.app import create_app
 
-# One process runs them all, in order (`--dist loadgroup` under pytest-xdist): the last test
-# checks what the others answered in this process.
-pytestmark = [pytest.mark.inprocess, pytest.mark.xdist_group("platform-profile")]
+# One process runs them all, in order (pytest-xdist's `--dist loadfile` keeps a module on one
+# process): the last test checks what the others answered in this process.
+pytestmark = pytest.mark.inprocess
 
 SHARED = "tunnelgw.test"
 POLICY = """
