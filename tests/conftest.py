@@ -117,6 +117,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+# Under pytest-xdist (`-n N`, tox's py and pg) tests are handed out one at a time, longest
+# work first, but these modules go whole to one process: their tests share state (the
+# platform profile's last test checks what the others answered; the main Schemathesis run
+# shares its server with the test after it). pytest-xdist's own `loadgroup` marks are not
+# honoured under pytest 9, and `loadfile` would keep every module whole.
+WHOLE_MODULES = frozenset(
+    {"tests/api/test_platform_profile.py", "tests/contract/test_schemathesis.py"}
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TestsKeepingModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    return TestsKeepingModules(config, log)
+
+
 class LiveClient(httpx.Client):
     """An HTTP client of a live server, with a portal whose event loop has the database
     (and KEK) open, for the factories."""

@@ -24,8 +24,8 @@ from tunnelgw.core import platform_errors
 from tunnelgw.core.settings import Settings
 from tunnelgw.http.app import create_app
 
-# One process runs them all, in order (pytest-xdist's `--dist loadfile` keeps a module on one
-# process): the last test checks what the others answered in this process.
+# One process runs them all, in order (under pytest-xdist too: WHOLE_MODULES in
+# tests/conftest.py): the last test checks what the others answered in this process.
 pytestmark = pytest.mark.inprocess
 
 SHARED = "tunnelgw.test"

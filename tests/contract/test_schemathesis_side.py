@@ -1,7 +1,7 @@
 """Contract tests beside the main run (tests/contract/test_schemathesis.py), each on a
 server of its own: the admin API's operations, and the API's again under the platform
-profile. A module of their own so that pytest-xdist (`--dist loadfile`) runs them on one
-process while the main run holds another."""
+profile. A module of their own: under pytest-xdist each runs on whichever process is free,
+while the main run's module is kept whole on another (WHOLE_MODULES in tests/conftest.py)."""
 
 from __future__ import annotations
 
