@@ -45,7 +45,6 @@ from load import Load, Shape  # noqa: E402
 CACHE = Path.home() / ".cache" / "tunnelgw" / "bench-ab"
 WORKING_TREE = "WORKTREE"
 QUOTA_ENV = {"TUNNELGW_QUOTA_DEFAULT": "1000000000"}
-LIST_PATH = f"{data.API_PATH}?limit=100"
 SCENARIOS = ("get", "seq", "listread", "create", "rss", "startup")
 # (label, unit, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -148,8 +147,8 @@ def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no:
         runs: dict[str, tuple[Load, Shape]] = {
             "get": (get, concurrent),
             "seq": (get, Shape(args.duration, 1, 1)),
-            "listread": (Load(data.cursor_list_paths(LIST_PATH, paths), token), concurrent),
-            "create": (Load((data.API_PATH,), token, data.CREATE_BYTES), concurrent),
+            "listread": (data.list_pages(paths, token), concurrent),
+            "create": (data.creates(token), concurrent),
         }
         for name, (work, shape) in runs.items():
             if name not in args.scenarios:

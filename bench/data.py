@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+from load import Load
 
 from tunnelgw.core import ids
 from tunnelgw.migrations import migrate
@@ -25,6 +26,7 @@ CREATE_BODY = {
     "status_code": 200,
 }
 CREATE_BYTES = orjson.dumps(CREATE_BODY)
+LIST_PATH = f"{API_PATH}?limit=100"
 ROTATING_IDS = 100  # ids the GET-by-id scenario cycles through
 SEED_TIMEOUT_S = 10
 
@@ -69,6 +71,16 @@ def cursor_list_paths(list_path: str, get_paths: tuple[str, ...]) -> tuple[str, 
     ~90 pages taken in turn, as a client paging through a list does."""
     ids = sorted(path.rsplit("/", 1)[1] for path in get_paths)
     return tuple(f"{list_path}&before_id={id_}" for id_ in ids[len(ids) // 10 :])
+
+
+def creates(token: str) -> Load:
+    """The create scenario: POST of the bench body, again and again."""
+    return Load((API_PATH,), token, CREATE_BYTES)
+
+
+def list_pages(get_paths: tuple[str, ...], token: str) -> Load:
+    """The list pages under rotating cursors (`cursor_list_paths`)."""
+    return Load(cursor_list_paths(LIST_PATH, get_paths), token)
 
 
 def sqlite_url(path: Path) -> str:

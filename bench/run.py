@@ -66,7 +66,7 @@ WRITE_EVERY = 10  # listmix: one create in every WRITE_EVERY requests
 # The create scenarios add rows to one account for as long as they run: a quota (default
 # 10000 rows of a kind) would end them in 409s. The count behind it still runs on each create.
 QUOTA_ENV = {"TUNNELGW_QUOTA_DEFAULT": "1000000000"}
-LIST_PATH = f"{data.API_PATH}?limit=100"
+LIST_PATH = data.LIST_PATH
 PRISM_WARMUP_S = 5.0  # Node's JIT: Prism serves a third of its speed in its first second
 # Sizes of a full run, and of --smoke (flags given explicitly win).
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -272,7 +272,7 @@ class Bench:
             "listread": (
                 "list_read",
                 "list of 100, pages read",
-                Load(data.cursor_list_paths(LIST_PATH, subject.get.paths), self.token),
+                data.list_pages(subject.get.paths, self.token),
                 self.concurrent,
             ),
             "listmix": (
@@ -290,7 +290,7 @@ class Bench:
             "create": (
                 "create",
                 "create",
-                Load((data.API_PATH,), self.token, data.CREATE_BYTES),
+                data.creates(self.token),
                 self.concurrent,
             ),
         }
@@ -317,7 +317,7 @@ class Bench:
                 data.check_answer(subject.server.base_url, self.token, subject.get.paths[0])
                 self.warm_up(subject)
                 self.measure("get" + suffix, "GET by id", subject, subject.get, self.concurrent)
-                create = Load((data.API_PATH,), self.token, data.CREATE_BYTES)
+                create = data.creates(self.token)
                 self.measure("create" + suffix, "create", subject, create, self.concurrent)
 
     def part_workers2(self) -> None:
