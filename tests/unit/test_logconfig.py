@@ -7,7 +7,13 @@ import json
 import logging
 import time
 
-from tunnelgw.http.logconfig import BufferedStreamHandler, JSONFormatter, TextFormatter, log_config
+from tunnelgw.http.logconfig import (
+    BufferedStreamHandler,
+    JSONFormatter,
+    TextFormatter,
+    direct_text,
+    log_config,
+)
 
 
 def test_config_adds_our_logger_at_the_level():
@@ -96,3 +102,49 @@ def test_text_lines_escape_what_a_client_sent():
     first, *traceback = TextFormatter().format(record).split("\n")
     assert first == line  # the traceback follows on lines of its own
     assert traceback[-1] == "ValueError: boom"
+
+
+def _access_logger(name: str, formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = BufferedStreamHandler(stream)
+    handler.setFormatter(formatter)
+    logger = logging.getLogger(name)
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    return logger, stream
+
+
+def test_a_direct_access_line_is_the_line_of_the_record(monkeypatch):
+    """The access log's direct path (no log record) writes what the formatter makes of the
+    record, control characters escaped."""
+    logger, stream = _access_logger("tunnelgw.test_direct", TextFormatter())
+    direct = direct_text(logger, logging.INFO)
+    assert direct is not None
+    handler, formatter = direct
+    monkeypatch.setattr("tunnelgw.http.logconfig.time.time", lambda: 1_800_000_000.0071)
+    message = "GET /x\n2026-01-01 00:00:00,000 INFO forged 200"
+    handler.write(formatter.line(logger.name, "INFO", message))
+    record = logging.LogRecord(logger.name, logging.INFO, "", 0, message, None, None)
+    record.created, record.msecs = 1_800_000_000.0071, 7.0
+    handler.flush()
+    assert stream.getvalue() == TextFormatter().format(record) + "\n"
+    assert stream.getvalue().count("\n") == 1
+    assert ",007 INFO tunnelgw.test_direct GET /x\\n2026" in stream.getvalue()
+
+
+def test_the_direct_path_is_left_when_the_logging_is_not_the_default():
+    """JSON lines, a filter, a second handler or a level above the line's: the record path."""
+    logger, _ = _access_logger("tunnelgw.test_direct_not", TextFormatter())
+    assert direct_text(logger, logging.INFO) is not None
+    logger.handlers[0].setLevel(logging.WARNING)
+    assert direct_text(logger, logging.INFO) is None
+    logger.handlers[0].setLevel(logging.NOTSET)
+    logger.addFilter(lambda record: True)
+    assert direct_text(logger, logging.INFO) is None
+    logger.filters.clear()
+    logger.addHandler(logging.NullHandler())
+    assert direct_text(logger, logging.INFO) is None
+    json_logger, _ = _access_logger("tunnelgw.test_direct_json", JSONFormatter())
+    assert direct_text(json_logger, logging.INFO) is None
+    custom, _ = _access_logger("tunnelgw.test_direct_fmt", TextFormatter("%(message)s"))
+    assert direct_text(custom, logging.INFO) is None

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.http import metrics
+from tunnelgw.http import logconfig, metrics
 from tunnelgw.http.state import AppState
 
 OPERATION_ID_KEY = "tunnelgw.operation_id"
@@ -116,9 +116,16 @@ def _in_time(receive: Receive, seconds: float) -> Receive:
 def _log_access(
     scope: Scope, status: int, elapsed: float, op_id: str, operation: str | None
 ) -> None:
-    """One access-log line. The record is made here rather than by `Logger.info`, which
-    would walk the stack to find the caller on every request."""
+    """One access-log line. With the default text logging it is written straight to the
+    buffered handler (`logconfig.direct_text`: 6.6 -> 2 us a request); otherwise a record is
+    made here rather than by `Logger.info`, which would walk the stack to find the caller."""
     method, path = scope["method"], scope["path"]
+    direct = logconfig.direct_text(access_log, logging.INFO)
+    if direct is not None:
+        handler, formatter = direct
+        message = f"{method} {path} {status} {elapsed * 1000:.1f}ms {op_id} {operation or '-'}"
+        handler.write(formatter.line(access_log.name, "INFO", message))
+        return
     record = logging.LogRecord(
         access_log.name,
         logging.INFO,
