@@ -324,3 +324,26 @@ def test_a_deadline_that_passes_while_the_connection_closes_writes_nothing():
         assert transport.written == b""
 
     run(scenario)
+
+
+def test_a_body_that_arrived_whole_is_marked_for_the_app():
+    """The app sets no deadline for reading a body that is all in (tunnelgw.http.middleware);
+    one still arriving when the app starts is not marked."""
+    seen: list[bool] = []
+
+    async def marking_app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(edge.BODY_RECEIVED in scope.get("extensions", {}))
+        await echo_app(scope, receive, send)
+
+    async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n1234")
+        await asyncio.sleep(0.05)
+        protocol.data_received(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n12")
+        await asyncio.sleep(0.05)
+        protocol.data_received(b"34")
+        await asyncio.sleep(0.05)
+        assert transport.written.count(b"HTTP/1.1 200") == 2
+        assert transport.written.endswith(b"4")
+
+    run(scenario, app=marking_app)
+    assert seen == [True, False]

@@ -5,6 +5,8 @@ uvicorn has no setting for, and the Error body for every request it refuses itse
   its first byte (of the connection's opening, for the first request): 408, or a silent close
   when nothing was sent. Its body must arrive within `body_timeout` seconds of the head: the
   app answers 408 (tunnelgw.http.middleware) and the connection closes.
+  A request whose body is all in when the app starts it is marked (the ASGI scope extension
+  `BODY_RECEIVED`): the app sets no deadline of its own for reading it.
 - A head larger than `max_header_bytes` is 431, without reading the rest of it.
 - Malformed HTTP (raw non-ASCII in the URL, a URL httptools cannot parse...) is 400
   `ERR_INVALID_REQUEST`; past uvicorn's `limit_concurrency`, 503 `ERR_SERVICE_UNAVAILABLE`.
@@ -33,6 +35,8 @@ log = logging.getLogger("tunnelgw.edge")
 
 # Between requests (keep-alive), in a request's head, in its body; refused (closing).
 IDLE, HEAD, BODY, REFUSED = "idle", "head", "body", "refused"
+# The scope extension of a request whose body has arrived whole: reading it cannot stall.
+BODY_RECEIVED = "tunnelgw.body_received"
 LINGER_SECONDS = 2.0
 
 
@@ -107,6 +111,10 @@ class EdgeProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._disarm()
         self._state = IDLE
+        extensions = self.scope.get("extensions")
+        if extensions is None:
+            extensions = self.scope["extensions"] = {}
+        extensions[BODY_RECEIVED] = {}
         super().on_message_complete()
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:

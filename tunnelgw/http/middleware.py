@@ -1,8 +1,10 @@
 """`RequestContext`, the outermost of our layers in Connexion's stack: activates the app's
 state (settings, database, KEK: tunnelgw.http.state), gives each request an `op_` operation id
 (logged, sent as `Operation-Id`, put in error bodies), sets the public base URL, bounds the
-time its body may take to arrive (408), counts the request in the metrics and writes the
-access log. Everything else a request goes through is in tunnelgw.http.pipeline.
+time its body may take to arrive (408; no bound, and no timer, for a body the edge of
+`tunnelgw serve` received whole before the app started: tunnelgw.http.edge), counts the
+request in the metrics and writes the access log. Everything else a request goes through
+is in tunnelgw.http.pipeline.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tunnelgw.core import ids, urls
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import logconfig, metrics
+from tunnelgw.http.edge import BODY_RECEIVED
 from tunnelgw.http.state import AppState
 
 OPERATION_ID_KEY = "tunnelgw.operation_id"
@@ -68,7 +71,7 @@ class RequestContext:
         op_id = operation_id(scope)
         # Connexion's router annotates a shallow copy of the scope; a shared `extensions` dict
         # lets us read which operation it routed to (uvicorn's scope has none of its own).
-        scope.setdefault("extensions", {})
+        extensions = scope.setdefault("extensions", {})
         urls.set_base(self.public_url or _request_base(scope))
         started = time.perf_counter()
         status = 0
@@ -81,7 +84,8 @@ class RequestContext:
                 message["headers"] = [*message.get("headers", ()), op_header]
             await send(message)
 
-        if self.body_timeout is not None:
+        if self.body_timeout is not None and BODY_RECEIVED not in extensions:
+            # Not yet all in (the edge marks a body that is): reading it may stall.
             receive = _in_time(receive, self.body_timeout)
         try:
             await self.app(scope, receive, send_with_id)
