@@ -141,6 +141,8 @@ ISOLATED_UPGRADE = """
 import sys
 import textwrap
 from tunnelgw.migrations import migrate
+in_child = migrate._upgrade_in_child
+migrate._upgrade_in_child = lambda url: print("forked") or in_child(url)
 try:
     print(migrate.upgrade(sys.argv[1], isolated=True))
 except migrate.MigrationError as exc:
@@ -163,9 +165,23 @@ def _isolated_upgrade(url: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_the_server_start_migrates_in_a_child_and_keeps_alembic_out(url):
-    assert _isolated_upgrade(url) == [migrate.head(), "alembic not loaded"]
+def test_the_server_start_builds_a_new_database_and_keeps_alembic_out(url):
+    """A new database is built at head without Alembic: on SQLite in the process itself, on
+    PostgreSQL in a forked child (its migration driver stays out of the server)."""
+    forked = ["forked"] if url.startswith("postgresql") else []
+    assert _isolated_upgrade(url) == [*forked, migrate.head(), "alembic not loaded"]
     assert migrate.upgrade(url) == migrate.head()  # really at head, for this process too
+
+
+def test_the_server_start_migrates_an_older_database_in_a_child(url):
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as connection:
+        config = migrate._config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0019")
+    engine.dispose()
+    assert _isolated_upgrade(url) == ["forked", migrate.head(), "alembic not loaded"]
+    assert migrate.upgrade(url) == migrate.head()
 
 
 def test_a_failed_migration_in_the_child_is_reported(tmp_path):
@@ -483,7 +499,7 @@ def test_0008_makes_existing_principals_active_and_goes_back(url):
 
 
 def test_the_server_process_keeps_the_migration_stack_out(url):
-    """`tunnelgw serve` migrates a new database in a forked child and then serves through the
+    """`tunnelgw serve` builds a new database without Alembic and then serves through the
     serving driver: neither Alembic nor psycopg (Alembic's PostgreSQL driver, ~9 MiB with
     its bundled libpq) is ever loaded in the server process, on either engine."""
     code = textwrap.dedent(
@@ -492,7 +508,7 @@ def test_the_server_process_keeps_the_migration_stack_out(url):
         from tunnelgw.storage import db
         from tunnelgw.migrations import migrate
 
-        assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # forked child
+        assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # built, without Alembic
         assert migrate.upgrade({url!r}, isolated=True) == migrate.HEAD  # read: at head
 
         async def read(database):
