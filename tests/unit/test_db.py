@@ -250,3 +250,114 @@ def test_sqlite_files_are_the_owners_alone(tmp_path, caplog):
 
     _run(f"sqlite:///{loose}", read)
     assert "loose.db is readable by other users; chmod 600 it" in caplog.text
+
+
+# --- SQLite: the write units of one turn of the event loop share a transaction ------------
+
+
+def _commits(database: Database) -> list[str]:
+    """The transaction statements the SQLite writer runs from now on."""
+    seen: list[str] = []
+    database._sqlite(writer=True).raw.set_trace_callback(
+        lambda sql: seen.append(sql) if sql in ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK") else None
+    )
+    return seen
+
+
+async def _names(database: Database) -> list[str]:
+    async with database.read() as unit:
+        return sorted((await unit.exec(select(Account.name))).all())
+
+
+def test_concurrent_write_units_commit_together_and_fail_alone(tmp_path):
+    """Four requests' units in one turn: one commit; the one that raises and the one that
+    conflicts leave nothing behind, and the others are not touched by them."""
+    url_ = f"sqlite:///{tmp_path / 'g.db'}"
+    migrate.upgrade(url_)
+
+    async def add(database: Database, id_: str, name: str, fail: bool = False) -> None:
+        async with database.write() as unit:
+            unit.add(Account.new(id=id_, name=name))
+            await unit.flush()
+            if fail:
+                raise RuntimeError("handler failed")
+
+    async def scenario(database: Database) -> tuple[list[object], list[str], list[str]]:
+        await add(database, "acct_taken", "earlier")
+        statements = _commits(database)
+        results = await asyncio.gather(
+            add(database, "acct_a", "a"),
+            add(database, "acct_b", "b", fail=True),
+            add(database, "acct_taken", "c"),
+            add(database, "acct_d", "d"),
+            return_exceptions=True,
+        )
+        return results, statements, await _names(database)
+
+    results, statements, names = _run(url_, scenario)
+    assert results[0] is None
+    assert results[3] is None
+    assert isinstance(results[1], RuntimeError)
+    assert isinstance(results[2], ApiError)
+    assert results[2].code is Code.CONFLICT
+    assert statements == ["BEGIN IMMEDIATE", "COMMIT"]
+    assert names == ["a", "d", "earlier"]
+
+
+def test_a_write_unit_returns_once_its_transaction_committed(tmp_path):
+    """What a unit wrote is in the file when the unit returns (another process reads it), and
+    a unit still open when the turn ends commits the transaction when it ends."""
+    path = tmp_path / "g.db"
+    migrate.upgrade(f"sqlite:///{path}")
+
+    def elsewhere() -> list[str]:
+        with sqlite3.connect(path) as other:
+            return sorted(name for (name,) in other.execute("SELECT name FROM account"))
+
+    async def add(database: Database, id_: str, pause: float | None = None) -> list[str]:
+        async with database.write() as unit:
+            unit.add(Account.new(id=id_, name=id_))
+            if pause is not None:
+                await asyncio.sleep(pause)  # the unit stays open across turns of the loop
+        return elsewhere()
+
+    async def scenario(database: Database) -> tuple[list[str], list[str], list[str]]:
+        statements = _commits(database)
+        quick, slow = await asyncio.gather(add(database, "acct_q"), add(database, "acct_s", 0.05))
+        return quick, slow, statements
+
+    quick, slow, statements = _run(f"sqlite:///{path}", scenario)
+    assert quick == slow == ["acct_q", "acct_s"]
+    assert statements == ["BEGIN IMMEDIATE", "COMMIT"]
+
+
+def test_a_transaction_that_fails_to_commit_fails_each_of_its_units(tmp_path):
+    """A unit whose violation only the commit finds (a deferred foreign key) takes the
+    transaction's other units with it: each is told, and none of their rows is kept."""
+    url_ = f"sqlite:///{tmp_path / 'g.db'}"
+    migrate.upgrade(url_)
+
+    async def add(database: Database, id_: str, dangling: bool = False) -> None:
+        async with database.write() as unit:
+            if dangling:
+                await unit.exec(text("PRAGMA defer_foreign_keys=ON"))
+                await unit.exec(
+                    text(
+                        "INSERT INTO principal (id, account_id, created_at, kind, name, "
+                        "is_admin, active) VALUES ('usr_x', 'acct_missing', "
+                        "'2026-01-01 00:00:00', 'user', 'x', 0, 1)"
+                    )
+                )
+            else:
+                unit.add(Account.new(id=id_, name=id_))
+
+    async def scenario(database: Database) -> tuple[list[object], list[str]]:
+        results = await asyncio.gather(
+            add(database, "acct_first"), add(database, "", dangling=True), return_exceptions=True
+        )
+        return results, await _names(database)
+
+    results, names = _run(url_, scenario)
+    assert [type(r) for r in results] == [ApiError, ApiError]
+    assert all(r.code is Code.CONFLICT for r in results)  # type: ignore[union-attr]
+    assert names == []

@@ -35,7 +35,15 @@ def private_sqlite_file(path: str) -> None:
         log.warning("%s is readable by other users; chmod 600 it (and its -wal, -shm)", path)
 
 
-SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=5000", "synchronous=NORMAL", "foreign_keys=ON")
+# temp_store=MEMORY: each write unit is a savepoint (tunnelgw.storage.db), whose statement
+# journal then stays in memory rather than in a temporary file (~9 -> ~3 us a unit).
+SQLITE_PRAGMAS = (
+    "journal_mode=WAL",
+    "busy_timeout=5000",
+    "synchronous=NORMAL",
+    "foreign_keys=ON",
+    "temp_store=MEMORY",
+)
 # Prepared statements each PostgreSQL connection keeps (asyncpg's default is 100; the API's
 # statements are a few hundred).
 PG_STATEMENT_CACHE = 512
