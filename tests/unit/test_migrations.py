@@ -52,14 +52,14 @@ def other_url(settings, tmp_path):
     return f"sqlite:///{tmp_path / 'other.db'}"
 
 
-def _replay(url: str) -> None:
-    """Every revision in turn, as an existing database is migrated (`upgrade` builds an empty
-    one from the models in one step instead)."""
+def _replay(url: str, revision: str = "head") -> None:
+    """Every revision in turn up to `revision`, as an existing database is migrated
+    (`upgrade` builds an empty one from the models in one step instead)."""
     engine = create_engine(migrate.sync_url(url))
     with engine.begin() as connection:
         config = migrate._config()
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
     engine.dispose()
 
 
@@ -174,12 +174,7 @@ def test_the_server_start_builds_a_new_database_and_keeps_alembic_out(url):
 
 
 def test_the_server_start_migrates_an_older_database_in_a_child(url):
-    engine = create_engine(migrate.sync_url(url))
-    with engine.begin() as connection:
-        config = migrate._config()
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0019")
-    engine.dispose()
+    _replay(url, "0019")
     assert _isolated_upgrade(url) == ["forked", migrate.head(), "alembic not loaded"]
     assert migrate.upgrade(url) == migrate.head()
 
