@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
+from sqlmodel import col
 
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
@@ -267,6 +269,31 @@ def test_deliveries_are_bounded_per_account(admin, other, settings, monkeypatch)
     kept = events(admin)
     assert [item["event"]["object"]["id"] for item in kept] == made[2:]  # the oldest dropped
     assert count(other) == 1  # another account's are not its to drop
+
+
+@pytest.mark.inprocess  # sets the serving app's settings, reads its database
+def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
+    admin, factory, settings, monkeypatch
+):
+    from tunnelgw.storage import db
+
+    subscribe(admin, ["api_key_created.v0"], [destination(admin)])
+    monkeypatch.setattr(settings, "event_deliveries_max", 20)  # deleted 2 (a tenth) at a time
+
+    async def stored() -> int:
+        async with db.read() as unit:
+            mine = col(EventDelivery.account_id) == admin.creds.account_id
+            return int(
+                (await unit.exec(select(func.count()).select_from(EventDelivery).where(mine))).one()
+            )
+
+    made = [admin.post(KEYS, json={}).json()["id"] for _ in range(21)]
+    assert factory._run(stored) == 21  # one past the bound, kept until a second one comes
+    assert [item["event"]["object"]["id"] for item in events(admin)] == made[1:]
+    assert count(admin) == 20
+    assert count(admin, since=events(admin)[0]["created_at"]) == 20
+    admin.post(KEYS, json={})
+    assert factory._run(stored) == 20
 
 
 def test_reset_clears_the_deliveries(admin, other):

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, func, select
 from sqlmodel import SQLModel, col
 
 from tunnelgw.core import ids, settings, timefmt
@@ -31,6 +31,7 @@ from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
+from tunnelgw.services.bounds import Bound
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
@@ -120,20 +121,8 @@ _ROUTES = Query(
     .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
 )
 
-# The oldest deliveries of an account past the newest `keep` (none while it has fewer).
-_TRIM = Query(
-    delete(EventDelivery)
-    .where(col(EventDelivery.account_id) == bindparam("account"))
-    .where(
-        col(EventDelivery.id)
-        < select(EventDelivery.id)  # type: ignore[call-overload]
-        .where(col(EventDelivery.account_id) == bindparam("account"))
-        .order_by(col(EventDelivery.id).desc())
-        .limit(1)
-        .offset(bindparam("skip"))
-        .scalar_subquery()
-    )
-)
+# An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
+DELIVERIES = Bound(EventDelivery, col(EventDelivery.account_id), col(EventDelivery.id))
 
 
 class _Change:
@@ -278,7 +267,7 @@ async def _deliver(unit: Unit, account_id: str, deliveries: list[EventDelivery])
     unit.add_all(deliveries)
     await unit.flush()
     keep = settings.current().event_deliveries_max
-    await unit.exec(_TRIM, {"account": account_id, "skip": keep - 1})
+    await DELIVERIES.wrote(unit, db.current(), account_id, len(deliveries), keep)
 
 
 OBSERVER = EventObserver()
@@ -301,8 +290,14 @@ class Filters:
         self.subscription_id = subscription_id
         self.since = since
 
-    def where(self, statement: Any, account_id: str) -> Any:
+    async def where(self, unit: Unit, statement: Any, account_id: str) -> Any:
+        """`statement` over the deliveries that match among the account's newest
+        `event_deliveries_max`."""
+        keep = settings.current().event_deliveries_max
+        start = await DELIVERIES.floor(unit, account_id, keep)
         statement = statement.where(col(EventDelivery.account_id) == account_id)
+        if start is not None:
+            statement = statement.where(col(EventDelivery.id) >= start)
         if self.type is not None:
             statement = statement.where(col(EventDelivery.event_type) == self.type)
         if self.destination_id is not None:
@@ -315,17 +310,19 @@ class Filters:
 
 
 async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
-    """The account's deliveries matching `filters`, oldest first, at most `limit`."""
-    statement = filters.where(select(EventDelivery), account_id)
+    """The account's deliveries matching `filters` among its newest `event_deliveries_max`,
+    oldest first, at most `limit`."""
     async with db.read() as unit:
+        statement = await filters.where(unit, select(EventDelivery), account_id)
         rows = (await unit.exec(statement.order_by(col(EventDelivery.id)).limit(limit))).all()
     return [row.to_api() for row in rows]
 
 
 async def count(account_id: str, filters: Filters) -> int:
-    """How many of the account's deliveries match `filters`."""
-    statement = filters.where(select(func.count()).select_from(EventDelivery), account_id)
+    """How many of the account's newest `event_deliveries_max` deliveries match `filters`."""
     async with db.read() as unit:
+        counted = select(func.count()).select_from(EventDelivery)
+        statement = await filters.where(unit, counted, account_id)
         found: int = (await unit.exec(statement)).one()
     return found
 
