@@ -9,7 +9,14 @@ import pytest
 from sqlmodel import SQLModel
 
 from tunnelgw.core import timefmt
-from tunnelgw.models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
+from tunnelgw.models import (
+    Edge,
+    EventSource,
+    HttpResponseBackend,
+    JournalEntry,
+    Principal,
+    SshUserCertificate,
+)
 from tunnelgw.storage import records
 from tunnelgw.storage.records import Record
 
@@ -119,6 +126,24 @@ def test_values_for_each_driver():
     assert records.json_value('{"a":[1,"x"]}') == {"a": [1, "x"]}
     naive = datetime(2026, 1, 1)
     assert records.encode_pg(naive).tzinfo is UTC
+
+
+def test_inserts_encode_by_the_column_and_take_encoded_json():
+    # Journal entries' `at` (a timestamp) and `body` (JSON: any value, encoded or not).
+    sql, encoding = records.table_sql(JournalEntry, "sqlite").insert_of(("at", "body", "status"))
+    assert sql == 'INSERT INTO "request_journal" ("at", "body", "status") VALUES (?, ?, ?)'
+    encode = dict(encoding)
+    assert sorted(encode) == [0, 1]
+    assert [encode[1](value) for value in ("x", 12, None)] == ['"x"', "12", None]
+    shared = records.encoded_json({"a": [1]})
+    assert encode[1](shared) is shared
+    assert records.json_text(shared) is shared  # PostgreSQL's codec takes it as is
+    [(position, encode_pg)] = records.table_sql(JournalEntry, "postgresql").insert_of(
+        ("at", "body", "status")
+    )[1]
+    assert position == 0
+    assert encode_pg(datetime(2026, 1, 1)).tzinfo is UTC
+    assert records.SQLITE_DECODERS["json"](12) == 12  # SQLite's numeric affinity
 
 
 def test_loader_decodes_each_kind_and_keeps_nulls():
