@@ -348,6 +348,35 @@ def test_a_rule_without_a_destination_fails_every_delivery(admin):
     assert len(admin.get("/_admin/faults").json()["faults"]) == 1  # until cleared
 
 
+def test_rules_decide_each_delivery_in_order_of_destination_and_rule(admin):
+    first, second, third = (destination(admin) for _ in range(3))
+    subscribe(admin, ["api_key_created.v0"], [third, first, second])  # sent in id order
+    deliver = "event_destinations.deliver"
+    rules = [
+        {"operation": deliver, "destination_id": first, "status": 503, "count": 2},
+        {"operation": deliver, "status": 429, "count": 1},  # every destination
+    ]
+    made = [admin.post("/_admin/faults", json=rule).json()["id"] for rule in rules]
+    for _ in range(3):
+        assert admin.post(KEYS, json={}).status_code == 201
+    sent = [
+        (item["destination_id"], item["outcome"], (item["error"] or {}).get("rule"))
+        for item in events(admin)
+    ]
+    assert sent == [
+        (first, "failed", made[0]),
+        (second, "failed", made[1]),  # the first rule is not its own
+        (third, "delivered", None),  # the second rule's one hit was taken
+        (first, "failed", made[0]),
+        (second, "delivered", None),
+        (third, "delivered", None),
+        (first, "delivered", None),
+        (second, "delivered", None),
+        (third, "delivered", None),
+    ]
+    assert len({item["event"]["event_id"] for item in events(admin, destination_id=first)}) == 3
+
+
 def test_delivery_rules_are_checked(admin, other):
     deliver = "event_destinations.deliver"
     body = assert_error(

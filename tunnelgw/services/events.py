@@ -20,6 +20,7 @@ from tunnelgw.models import (
     EventSource,
     EventSubscription,
     EventSubscriptionDestination,
+    FaultRule,
     IpRestriction,
     IpRestrictionPolicy,
     Tunnel,
@@ -32,7 +33,7 @@ from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
 from tunnelgw.services.bounds import Bound
-from tunnelgw.storage import db
+from tunnelgw.storage import db, records
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
 from tunnelgw.storage.statements import Query
@@ -121,6 +122,19 @@ _ROUTES = Query(
     .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
 )
 
+# The columns of a delivery's row, in the order `_fire` writes them.
+COLUMNS = (
+    "id",
+    "account_id",
+    "created_at",
+    "event_id",
+    "event_type",
+    "subscription_id",
+    "destination_id",
+    "event",
+    "outcome",
+    "error",
+)
 # An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
 DELIVERIES = Bound(EventDelivery, col(EventDelivery.account_id), col(EventDelivery.id))
 
@@ -215,59 +229,64 @@ def _note(
         found.append(_Change(kind, action, row, shape))
 
 
-async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
-    """Record the events of one account's changes for its subscriptions' destinations."""
+async def _routes(unit: Unit, account_id: str) -> dict[str, list[tuple[str, str]]]:
+    """The (subscription, destination) pairs of each event type of the account's
+    subscriptions."""
     routes: dict[str, list[tuple[str, str]]] = {}
     for type_, subscription_id, destination_id in (
         await unit.exec(_ROUTES, {"account": account_id})
     ).all():
         routes.setdefault(type_, []).append((subscription_id, destination_id))
+    return routes
+
+
+async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
+    """Record the events of one account's changes for its subscriptions' destinations."""
+    routes = await _routes(unit, account_id)
     if not routes:
         return
-    timestamp = timefmt.rfc3339(timefmt.utcnow())
-    deliveries: list[EventDelivery] = []
+    now = timefmt.utcnow()
+    timestamp = timefmt.rfc3339(now)
+    rules: list[FaultRule] | None = None
+    rows: list[tuple[Any, ...]] = []
     for change in found:
         type_ = f"{change.kind}_{change.action}.v0"
         targets = routes.get(type_)
         if not targets:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
-        event = {
-            "event_id": ids.new_id(EVENT_PREFIX),
+        event_id = ids.new_id(EVENT_PREFIX)
+        envelope = {
+            "event_id": event_id,
             "event_type": type_,
             "event_timestamp": timestamp,
             "object": shape,
         }
+        event = records.encoded_json(envelope)  # once for every destination
+        if rules is None:
+            rules = await faults.delivery_rules(unit, account_id)
         for subscription_id, destination_id in targets:
-            deliveries.append(
-                EventDelivery.new(
-                    id=ids.new_id(EventDelivery.PREFIX),
-                    account_id=account_id,
-                    event_id=event["event_id"],
-                    event_type=type_,
-                    subscription_id=subscription_id,
-                    destination_id=destination_id,
-                    event=event,
+            # Sent (nothing leaves the machine): a fault rule may fail it.
+            error = await faults.fail_delivery(unit, rules, destination_id) if rules else None
+            outcome = DELIVERED if error is None else FAILED
+            rows.append(
+                (
+                    ids.new_id(EventDelivery.PREFIX),
+                    account_id,
+                    now,
+                    event_id,
+                    type_,
+                    subscription_id,
+                    destination_id,
+                    event,
+                    outcome,
+                    error,
                 )
             )
-    if deliveries:
-        await _deliver(unit, account_id, deliveries)
-
-
-async def _deliver(unit: Unit, account_id: str, deliveries: list[EventDelivery]) -> None:
-    """Send each delivery (nothing leaves the machine: a fault rule may fail it), record
-    them, and drop the account's oldest past its bound."""
-    rules = await faults.delivery_rules(unit, account_id)
-    for delivery in deliveries:
-        error = await faults.fail_delivery(unit, rules, delivery.destination_id) if rules else None
-        if error is not None:
-            delivery.outcome, delivery.error = FAILED, error
-        else:
-            delivery.outcome = DELIVERED
-    unit.add_all(deliveries)
-    await unit.flush()
-    keep = settings.current().event_deliveries_max
-    await DELIVERIES.wrote(unit, db.current(), account_id, len(deliveries), keep)
+    if rows:
+        await unit.insert_many(EventDelivery, COLUMNS, rows)
+        keep = settings.current().event_deliveries_max
+        await DELIVERIES.wrote(unit, db.current(), account_id, len(rows), keep)
 
 
 OBSERVER = EventObserver()
