@@ -33,7 +33,7 @@ from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
 from tunnelgw.services.bounds import Bound
-from tunnelgw.storage import db, records
+from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
 from tunnelgw.storage.statements import Query
@@ -256,22 +256,25 @@ async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
         event_id = ids.new_id(EVENT_PREFIX)
-        envelope = {
+        # One object for every destination's row: encoded once (`Unit.insert_many`).
+        event = {
             "event_id": event_id,
             "event_type": type_,
             "event_timestamp": timestamp,
             "object": shape,
         }
-        event = records.encoded_json(envelope)  # once for every destination
         if rules is None:
             rules = await faults.delivery_rules(unit, account_id)
-        for subscription_id, destination_id in targets:
+        delivery_ids = ids.new_ids(EventDelivery.PREFIX, len(targets))
+        for delivery_id, (subscription_id, destination_id) in zip(
+            delivery_ids, targets, strict=True
+        ):
             # Sent (nothing leaves the machine): a fault rule may fail it.
             error = await faults.fail_delivery(unit, rules, destination_id) if rules else None
             outcome = DELIVERED if error is None else FAILED
             rows.append(
                 (
-                    ids.new_id(EventDelivery.PREFIX),
+                    delivery_id,
                     account_id,
                     now,
                     event_id,

@@ -264,15 +264,10 @@ def sqlite_time_text(value: datetime) -> str:
 
 
 class JsonText(str):
-    """A JSON column's value already encoded (`encoded_json`): written as is, so a value that
-    many rows share is encoded once."""
+    """A JSON column's value already encoded (`_pg_json`): PostgreSQL's codec (`json_text`)
+    takes it as is."""
 
     __slots__ = ()
-
-
-def encoded_json(value: Any) -> JsonText:
-    """`value` encoded for a JSON column, once for every row that takes it."""
-    return JsonText(orjson.dumps(value).decode())
 
 
 def json_text(value: Any) -> str:
@@ -286,6 +281,12 @@ def _sqlite_json(value: Any) -> Any:
     """A JSON column's value as SQLite stores it: its text (a string or a number too), or
     NULL for None."""
     return None if value is None else json_text(value)
+
+
+def _pg_json(value: Any) -> Any:
+    """A JSON column's value for PostgreSQL, encoded here rather than by the codec (so a value
+    many rows share is encoded once: `encode_rows`), or NULL for None."""
+    return None if value is None else JsonText(json_text(value))
 
 
 json_value = orjson.loads  # a JSON column's stored text as its value
@@ -325,7 +326,28 @@ def encode_pg(value: Any) -> Any:
 # The encoding of each column kind that `TableSql.insert_of` gives (none: as is): by the
 # column, not the value, so a JSON column's string or number is stored as JSON as well.
 SQLITE_ENCODERS: dict[str, Encoder] = {"time": encode_sqlite, "json": _sqlite_json}
-PG_ENCODERS: dict[str, Encoder] = {"time": encode_pg}  # JSON: the connection's codec
+PG_ENCODERS: dict[str, Encoder] = {"time": encode_pg, "json": _pg_json}
+
+
+_NOT_YET = object()  # no value is this one
+
+
+def encode_rows(rows: Sequence[Sequence[Any]], encoding: Encoding) -> list[list[Any]]:
+    """`rows` with their values at the positions of `encoding` encoded (`insert_of`); a value
+    that is the very object of the previous row's at its position is encoded once (the
+    timestamp or the JSON document that rows made together share)."""
+    encoded: list[list[Any]] = []
+    last: list[Any] = [_NOT_YET] * len(encoding)
+    done: list[Any] = [None] * len(encoding)
+    for row in rows:
+        values = list(row)
+        for k, (i, encode) in enumerate(encoding):
+            value = values[i]
+            if value is not last[k]:
+                last[k], done[k] = value, encode(value)
+            values[i] = done[k]
+        encoded.append(values)
+    return encoded
 
 
 # --- the SQL of one table ---------------------------------------------------------------------

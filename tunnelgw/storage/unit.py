@@ -219,21 +219,15 @@ class Unit:
     ) -> None:
         """Insert `rows`, each the values of the columns `attrs` in that order, in one
         statement run for every row (the columns left out take their database defaults, such
-        as a key the database numbers). A JSON value may come encoded (`records.encoded_json`:
-        once for the rows that share it). Nothing is tracked: for append-only tables."""
+        as a key the database numbers); a value that consecutive rows share (the same object)
+        is encoded once. Nothing is tracked: for append-only tables."""
         self._require_write()
         if not rows:
             return
         table = records.table_sql(model, self.dialect)
         sql, encoding = table.insert_of(attrs)
         if encoding:
-            changed = []
-            for row in rows:
-                values = list(row)
-                for i, encode in encoding:
-                    values[i] = encode(values[i])
-                changed.append(values)
-            rows = changed
+            rows = records.encode_rows(rows, encoding)
         await self._conn.run_many(sql, rows)
 
     async def flush(self) -> None:
