@@ -194,7 +194,7 @@ class Unit:
             return Result([tuple(row) for row in rows], rowcount)
         rows = await self._conn.fetch(plan.sql, args)
         items = [plan.shape(row) for row in rows]
-        if self.writes:
+        if self.writes and plan.records:
             items = [
                 tuple(self._adopt(p) if isinstance(p, Record) else p for p in item)
                 if isinstance(item, tuple)
