@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
+from sqlmodel import col
 
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
@@ -269,6 +271,31 @@ def test_deliveries_are_bounded_per_account(admin, other, settings, monkeypatch)
     assert count(other) == 1  # another account's are not its to drop
 
 
+@pytest.mark.inprocess  # sets the serving app's settings, reads its database
+def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
+    admin, factory, settings, monkeypatch
+):
+    from tunnelgw.storage import db
+
+    subscribe(admin, ["api_key_created.v0"], [destination(admin)])
+    monkeypatch.setattr(settings, "event_deliveries_max", 20)  # deleted 2 (a tenth) at a time
+
+    async def stored() -> int:
+        async with db.read() as unit:
+            mine = col(EventDelivery.account_id) == admin.creds.account_id
+            return int(
+                (await unit.exec(select(func.count()).select_from(EventDelivery).where(mine))).one()
+            )
+
+    made = [admin.post(KEYS, json={}).json()["id"] for _ in range(21)]
+    assert factory._run(stored) == 21  # one past the bound, kept until a second one comes
+    assert [item["event"]["object"]["id"] for item in events(admin)] == made[1:]
+    assert count(admin) == 20
+    assert count(admin, since=events(admin)[0]["created_at"]) == 20
+    admin.post(KEYS, json={})
+    assert factory._run(stored) == 20
+
+
 def test_reset_clears_the_deliveries(admin, other):
     for client in (admin, other):
         subscribe(client, ["api_key_created.v0"], [destination(client)])
@@ -319,6 +346,35 @@ def test_a_rule_without_a_destination_fails_every_delivery(admin):
     admin.post(KEYS, json={})
     assert [i["error"]["status_code"] for i in events(admin)] == [429, 429]
     assert len(admin.get("/_admin/faults").json()["faults"]) == 1  # until cleared
+
+
+def test_rules_decide_each_delivery_in_order_of_destination_and_rule(admin):
+    first, second, third = (destination(admin) for _ in range(3))
+    subscribe(admin, ["api_key_created.v0"], [third, first, second])  # sent in id order
+    deliver = "event_destinations.deliver"
+    rules = [
+        {"operation": deliver, "destination_id": first, "status": 503, "count": 2},
+        {"operation": deliver, "status": 429, "count": 1},  # every destination
+    ]
+    made = [admin.post("/_admin/faults", json=rule).json()["id"] for rule in rules]
+    for _ in range(3):
+        assert admin.post(KEYS, json={}).status_code == 201
+    sent = [
+        (item["destination_id"], item["outcome"], (item["error"] or {}).get("rule"))
+        for item in events(admin)
+    ]
+    assert sent == [
+        (first, "failed", made[0]),
+        (second, "failed", made[1]),  # the first rule is not its own
+        (third, "delivered", None),  # the second rule's one hit was taken
+        (first, "failed", made[0]),
+        (second, "delivered", None),
+        (third, "delivered", None),
+        (first, "delivered", None),
+        (second, "delivered", None),
+        (third, "delivered", None),
+    ]
+    assert len({item["event"]["event_id"] for item in events(admin, destination_id=first)}) == 3
 
 
 def test_delivery_rules_are_checked(admin, other):

@@ -75,6 +75,16 @@ def test_errors_are_recorded_with_their_code_and_body(admin):
     assert entries[2]["body"] == {"body": 5, "status_code": 200}  # refused, still recorded
 
 
+def test_a_body_of_any_json_value_is_recorded(admin):
+    # A string or a number is a JSON column's value like an object (SQLite keeps a number's
+    # text as a number); each is refused, and recorded as sent.
+    json_type = {"Content-Type": "application/json"}
+    bodies = [b'"hello"', b"12", b"1.5", b"true", b"null", b'"12"', b"[1]"]
+    for body in bodies:
+        assert admin.post(HRB, content=body, headers=json_type).status_code == 400
+    assert [e["body"] for e in _journal(admin)] == ["hello", 12, 1.5, True, None, "12", [1]]
+
+
 def test_secret_fields_are_redacted(admin):
     vault = admin.post("/vaults", json={"name": "journal"}).json()
     admin.post("/vault_secrets", json={"name": "k", "vault_id": vault["id"], "value": "hush-1"})

@@ -131,6 +131,35 @@ def test_queries_compile_once_and_shape_their_rows(url):  # noqa: F811
     assert len(list(dialects)) == 1
 
 
+def test_rows_of_plain_columns_come_as_they_are_read(url):  # noqa: F811
+    from sqlmodel import col
+
+    from tunnelgw.models import Principal
+    from tunnelgw.storage.statements import Query
+
+    migrate.upgrade(url)
+    plain = Query(select(col(Account.id), col(Account.name)).order_by(col(Account.id)))
+    rows = Query(select(Principal, col(Account.name)).join(Account))
+
+    async def scenario(database: Database) -> list[object]:
+        async with database.write() as unit:
+            unit.add_all([Account.new(id="acct_p1", name="one"), Account.new(id="acct_p2")])
+            await unit.flush()
+            unit.add(Principal.new(id="usr_p", account_id="acct_p1", kind="user"))
+            await unit.flush()
+            [(principal, name)] = (await unit.exec(rows)).all()
+            return [
+                (await unit.exec(plain)).all(),
+                principal is await unit.get(Principal, "usr_p"),  # adopted: one record a row
+                name,
+            ]
+
+    found = _run(url, scenario)
+    assert found == [[("acct_p1", "one"), ("acct_p2", "")], True, "one"]
+    dialect = "sqlite" if url.startswith("sqlite") else "postgresql"
+    assert [query.plan(dialect).records for query in (plain, rows)] == [False, True]
+
+
 def test_sqlite_reads_cannot_write(tmp_path):
     path = f"sqlite:///{tmp_path / 'ro.db'}"
     migrate.upgrade(path)

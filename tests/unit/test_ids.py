@@ -31,6 +31,31 @@ def test_clock_going_back_keeps_ids_increasing(monkeypatch):
     assert ids.new_id("x") > first
 
 
+def _value(id_: str) -> int:
+    number = 0
+    for char in id_.partition("_")[2]:
+        number = number * 62 + ids.ALPHABET.index(char)
+    return number
+
+
+def test_ids_made_at_once_are_consecutive_and_fit_between_the_others(monkeypatch):
+    before = ids.new_id("x")
+    made = ids.new_ids("x", 10)
+    after = ids.new_id("x")
+    assert all(ids.is_valid(value, "x") for value in made)
+    assert before < made[0]
+    assert made[-1] < after
+    assert [_value(value) - _value(made[0]) for value in made] == list(range(10))
+    assert ids.new_ids("x", 0) == []
+    # Where the last 4 digits carry, every id is encoded whole.
+    top = (_value(after) // 62**4 + 1) * 62**4 - 2
+    monkeypatch.setattr(ids, "_next_value", lambda count: top)
+    carried = ids.new_ids("x", 3)
+    assert [_value(value) for value in carried] == [top, top + 1, top + 2]
+    assert carried[2].endswith("0000")
+    assert carried[1].endswith("zzzz")
+
+
 def test_base62_round_trip_width():
     assert ids.encode_base62(0, 3) == "000"
     assert ids.encode_base62(61, 1) == "z"
@@ -95,10 +120,7 @@ def test_seeded_ids_are_well_formed_increasing_and_start_at_the_epoch(unseeded):
 
 
 def _millisecond(value: str) -> int:
-    number = 0
-    for char in value.partition("_")[2]:
-        number = number * 62 + ids.ALPHABET.index(char)
-    return number >> 112
+    return _value(value) >> 112
 
 
 def test_seeded_ids_ignore_the_wall_clock(unseeded, monkeypatch):
@@ -107,6 +129,13 @@ def test_seeded_ids_ignore_the_wall_clock(unseeded, monkeypatch):
     monkeypatch.setattr(ids.time, "time_ns", lambda: 0)
     ids.seed("x")
     assert [ids.new_id("x") for _ in range(3)] == first
+
+
+def test_seeded_ids_made_at_once_are_those_made_one_by_one(unseeded):
+    ids.seed("x")
+    one_by_one = [ids.new_id("x") for _ in range(4)]
+    ids.seed("x")
+    assert ids.new_ids("x", 4) == one_by_one
 
 
 def test_each_kind_of_value_has_its_own_stream(unseeded):

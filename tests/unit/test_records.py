@@ -9,7 +9,14 @@ import pytest
 from sqlmodel import SQLModel
 
 from tunnelgw.core import timefmt
-from tunnelgw.models import Edge, EventSource, HttpResponseBackend, Principal, SshUserCertificate
+from tunnelgw.models import (
+    Edge,
+    EventSource,
+    HttpResponseBackend,
+    JournalEntry,
+    Principal,
+    SshUserCertificate,
+)
 from tunnelgw.storage import records
 from tunnelgw.storage.records import Record
 
@@ -119,6 +126,33 @@ def test_values_for_each_driver():
     assert records.json_value('{"a":[1,"x"]}') == {"a": [1, "x"]}
     naive = datetime(2026, 1, 1)
     assert records.encode_pg(naive).tzinfo is UTC
+
+
+def test_inserts_encode_by_the_column_and_values_rows_share_once(monkeypatch):
+    # Journal entries' `at` (a timestamp) and `body` (JSON: any value); `status` as is.
+    attrs = ("at", "body", "status")
+    sql, encoding = records.table_sql(JournalEntry, "sqlite").insert_of(attrs)
+    assert sql == 'INSERT INTO "request_journal" ("at", "body", "status") VALUES (?, ?, ?)'
+    assert [i for i, _ in encoding] == [0, 1]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    shared = {"a": [1]}
+    rows = [(at, "x", 1), (at, 12, 2), (at, None, 3), (at, shared, 4), (at, shared, 5)]
+    text = "2026-01-01 00:00:00.000000"
+    assert records.encode_rows(rows, encoding) == [
+        [text, '"x"', 1],
+        [text, "12", 2],
+        [text, None, 3],
+        [text, '{"a":[1]}', 4],
+        [text, '{"a":[1]}', 5],
+    ]
+    calls: list[object] = []
+    monkeypatch.setattr(records.orjson, "dumps", lambda v: calls.append(v) or b"{}")
+    _, pg_encoding = records.table_sql(JournalEntry, "postgresql").insert_of(attrs)
+    encoded = records.encode_rows([(at, shared, 1), (at, shared, 2)], pg_encoding)
+    assert calls == [shared]  # the same object in consecutive rows: encoded once
+    assert encoded[0][1] is encoded[1][1]
+    assert records.json_text(encoded[0][1]) is encoded[0][1]  # PostgreSQL's codec takes it
+    assert records.SQLITE_DECODERS["json"](12) == 12  # SQLite's numeric affinity
 
 
 def test_loader_decodes_each_kind_and_keeps_nulls():

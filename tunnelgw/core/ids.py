@@ -114,7 +114,9 @@ def encode_base62(value: int, length: int) -> str:
     return "".join(reversed(parts))
 
 
-def _next_value() -> int:
+def _next_value(count: int = 1) -> int:
+    """The first of `count` consecutive values, each greater than every one made before (in
+    seeded mode, `count` is 1)."""
     global _last
     with _lock:
         state = _seeded
@@ -127,14 +129,35 @@ def _next_value() -> int:
             bits = state.stream("ids").getrandbits(_RANDOM_BITS - 1)
         candidate = (now_ms << _RANDOM_BITS) | bits
         # Same millisecond (or a clock step back): keep increasing from the last value.
-        _last = candidate if candidate > _last else _last + 1
-        return _last
+        first = candidate if candidate > _last else _last + 1
+        _last = first + count - 1
+        return first
 
 
 def new_id(prefix: str) -> str:
     """A fresh id with `prefix`, greater than every id this process made before (since it
     was last seeded)."""
     return f"{prefix}_{encode_base62(_next_value(), BODY_LENGTH)}"
+
+
+# The last 4 digits of an id, which consecutive ones differ in (unless they carry).
+_TAIL = 4
+_TAIL_BASE = _PAIR_BASE * _PAIR_BASE
+
+
+def new_ids(prefix: str, count: int) -> list[str]:
+    """`count` fresh ids with `prefix`, increasing: the ids of `count` calls of `new_id`
+    (consecutive values, as `new_id` makes within a millisecond), encoded at a fraction of
+    their cost."""
+    if _seeded is not None:
+        return [new_id(prefix) for _ in range(count)]  # a random draw and millisecond each
+    first = _next_value(count)
+    high, low = divmod(first, _TAIL_BASE)
+    if low + count > _TAIL_BASE:  # the tail carries into the head: seldom
+        return [f"{prefix}_{encode_base62(first + k, BODY_LENGTH)}" for k in range(count)]
+    head = f"{prefix}_{encode_base62(high, BODY_LENGTH - _TAIL)}"
+    pairs, base = _PAIRS, _PAIR_BASE
+    return [head + pairs[value // base] + pairs[value % base] for value in range(low, low + count)]
 
 
 def new_operation_id(*, probe: bool = False) -> str:

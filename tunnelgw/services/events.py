@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, func, select
 from sqlmodel import SQLModel, col
 
 from tunnelgw.core import ids, settings, timefmt
@@ -20,6 +20,7 @@ from tunnelgw.models import (
     EventSource,
     EventSubscription,
     EventSubscriptionDestination,
+    FaultRule,
     IpRestriction,
     IpRestrictionPolicy,
     Tunnel,
@@ -31,6 +32,7 @@ from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
+from tunnelgw.services.bounds import Bound
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
@@ -120,20 +122,21 @@ _ROUTES = Query(
     .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
 )
 
-# The oldest deliveries of an account past the newest `keep` (none while it has fewer).
-_TRIM = Query(
-    delete(EventDelivery)
-    .where(col(EventDelivery.account_id) == bindparam("account"))
-    .where(
-        col(EventDelivery.id)
-        < select(EventDelivery.id)  # type: ignore[call-overload]
-        .where(col(EventDelivery.account_id) == bindparam("account"))
-        .order_by(col(EventDelivery.id).desc())
-        .limit(1)
-        .offset(bindparam("skip"))
-        .scalar_subquery()
-    )
+# The columns of a delivery's row, in the order `_fire` writes them.
+COLUMNS = (
+    "id",
+    "account_id",
+    "created_at",
+    "event_id",
+    "event_type",
+    "subscription_id",
+    "destination_id",
+    "event",
+    "outcome",
+    "error",
 )
+# An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
+DELIVERIES = Bound(EventDelivery, col(EventDelivery.account_id), col(EventDelivery.id))
 
 
 class _Change:
@@ -226,59 +229,67 @@ def _note(
         found.append(_Change(kind, action, row, shape))
 
 
-async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
-    """Record the events of one account's changes for its subscriptions' destinations."""
+async def _routes(unit: Unit, account_id: str) -> dict[str, list[tuple[str, str]]]:
+    """The (subscription, destination) pairs of each event type of the account's
+    subscriptions."""
     routes: dict[str, list[tuple[str, str]]] = {}
     for type_, subscription_id, destination_id in (
         await unit.exec(_ROUTES, {"account": account_id})
     ).all():
         routes.setdefault(type_, []).append((subscription_id, destination_id))
+    return routes
+
+
+async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
+    """Record the events of one account's changes for its subscriptions' destinations."""
+    routes = await _routes(unit, account_id)
     if not routes:
         return
-    timestamp = timefmt.rfc3339(timefmt.utcnow())
-    deliveries: list[EventDelivery] = []
+    now = timefmt.utcnow()
+    timestamp = timefmt.rfc3339(now)
+    rules: list[FaultRule] | None = None
+    rows: list[tuple[Any, ...]] = []
     for change in found:
         type_ = f"{change.kind}_{change.action}.v0"
         targets = routes.get(type_)
         if not targets:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
+        event_id = ids.new_id(EVENT_PREFIX)
+        # One object for every destination's row: encoded once (`Unit.insert_many`).
         event = {
-            "event_id": ids.new_id(EVENT_PREFIX),
+            "event_id": event_id,
             "event_type": type_,
             "event_timestamp": timestamp,
             "object": shape,
         }
-        for subscription_id, destination_id in targets:
-            deliveries.append(
-                EventDelivery.new(
-                    id=ids.new_id(EventDelivery.PREFIX),
-                    account_id=account_id,
-                    event_id=event["event_id"],
-                    event_type=type_,
-                    subscription_id=subscription_id,
-                    destination_id=destination_id,
-                    event=event,
+        if rules is None:
+            rules = await faults.delivery_rules(unit, account_id)
+        delivery_ids = ids.new_ids(EventDelivery.PREFIX, len(targets))
+        for delivery_id, (subscription_id, destination_id) in zip(
+            delivery_ids, targets, strict=True
+        ):
+            # Sent (nothing leaves the machine): a fault rule may fail it.
+            error = await faults.fail_delivery(unit, rules, destination_id) if rules else None
+            outcome = DELIVERED if error is None else FAILED
+            rows.append(
+                (
+                    delivery_id,
+                    account_id,
+                    now,
+                    event_id,
+                    type_,
+                    subscription_id,
+                    destination_id,
+                    event,
+                    outcome,
+                    error,
                 )
             )
-    if deliveries:
-        await _deliver(unit, account_id, deliveries)
-
-
-async def _deliver(unit: Unit, account_id: str, deliveries: list[EventDelivery]) -> None:
-    """Send each delivery (nothing leaves the machine: a fault rule may fail it), record
-    them, and drop the account's oldest past its bound."""
-    rules = await faults.delivery_rules(unit, account_id)
-    for delivery in deliveries:
-        error = await faults.fail_delivery(unit, rules, delivery.destination_id) if rules else None
-        if error is not None:
-            delivery.outcome, delivery.error = FAILED, error
-        else:
-            delivery.outcome = DELIVERED
-    unit.add_all(deliveries)
-    await unit.flush()
-    keep = settings.current().event_deliveries_max
-    await unit.exec(_TRIM, {"account": account_id, "skip": keep - 1})
+    if rows:
+        await unit.insert_many(EventDelivery, COLUMNS, rows)
+        keep = settings.current().event_deliveries_max
+        await DELIVERIES.wrote(unit, db.current(), account_id, len(rows), keep)
 
 
 OBSERVER = EventObserver()
@@ -301,8 +312,14 @@ class Filters:
         self.subscription_id = subscription_id
         self.since = since
 
-    def where(self, statement: Any, account_id: str) -> Any:
+    async def where(self, unit: Unit, statement: Any, account_id: str) -> Any:
+        """`statement` over the deliveries that match among the account's newest
+        `event_deliveries_max`."""
+        keep = settings.current().event_deliveries_max
+        start = await DELIVERIES.floor(unit, account_id, keep)
         statement = statement.where(col(EventDelivery.account_id) == account_id)
+        if start is not None:
+            statement = statement.where(col(EventDelivery.id) >= start)
         if self.type is not None:
             statement = statement.where(col(EventDelivery.event_type) == self.type)
         if self.destination_id is not None:
@@ -315,17 +332,19 @@ class Filters:
 
 
 async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
-    """The account's deliveries matching `filters`, oldest first, at most `limit`."""
-    statement = filters.where(select(EventDelivery), account_id)
+    """The account's deliveries matching `filters` among its newest `event_deliveries_max`,
+    oldest first, at most `limit`."""
     async with db.read() as unit:
+        statement = await filters.where(unit, select(EventDelivery), account_id)
         rows = (await unit.exec(statement.order_by(col(EventDelivery.id)).limit(limit))).all()
     return [row.to_api() for row in rows]
 
 
 async def count(account_id: str, filters: Filters) -> int:
-    """How many of the account's deliveries match `filters`."""
-    statement = filters.where(select(func.count()).select_from(EventDelivery), account_id)
+    """How many of the account's newest `event_deliveries_max` deliveries match `filters`."""
     async with db.read() as unit:
+        counted = select(func.count()).select_from(EventDelivery)
+        statement = await filters.where(unit, counted, account_id)
         found: int = (await unit.exec(statement)).one()
     return found
 

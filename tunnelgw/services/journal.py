@@ -11,6 +11,7 @@ the previous batch was being written, so the cost per request is a row of an `ex
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import logging
 import weakref
@@ -20,14 +21,13 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, bindparam, delete, func, select
+from sqlalchemy import and_, delete, func, select
 from sqlmodel import col
 
 from tunnelgw.models import JournalEntry
+from tunnelgw.services.bounds import Bound
 from tunnelgw.storage import db
 from tunnelgw.storage.db import Database
-from tunnelgw.storage.statements import Query
-from tunnelgw.storage.unit import Unit
 
 log = logging.getLogger("tunnelgw.journal")
 
@@ -142,20 +142,14 @@ def _without_private_keys(value: Any) -> Any:
 class Journal:
     """The batch writer of one database in this process. `record` returns once the entry is
     committed (or, should the write fail, logged as lost: a request is never failed for its
-    journal entry).
-
-    An account's entries past its newest `keep` are deleted once this process has written
-    `slack` more of them since it last did (one statement for many entries); reads never show
-    more than the newest `keep` (`floor`)."""
+    journal entry). An account keeps its newest `keep` entries (`BOUND`)."""
 
     def __init__(self, database: Database, keep: int) -> None:
         self.database = database
         self.keep = keep
-        self.slack = max(1, keep // 10)
         self._pending: list[tuple[Any, ...]] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._task: asyncio.Task[None] | None = None
-        self._unswept: dict[str, int] = {}  # per account: entries written since its last trim
 
     async def record(self, values: tuple[Any, ...]) -> None:
         loop = asyncio.get_running_loop()
@@ -186,13 +180,9 @@ class Journal:
     async def _write(self, batch: list[tuple[Any, ...]]) -> None:
         async with self.database.write() as unit:
             await unit.insert_many(JournalEntry, COLUMNS, batch)
-            for account_id in {values[0] for values in batch}:
-                unswept = self._unswept.get(account_id, 0)
-                unswept += sum(1 for values in batch if values[0] == account_id)
-                if unswept >= self.slack:
-                    await _trim(unit, account_id, self.keep)
-                    unswept = 0
-                self._unswept[account_id] = unswept
+            written = collections.Counter(values[0] for values in batch)
+            for account_id, count in written.items():
+                await BOUND.wrote(unit, self.database, account_id, count, self.keep)
 
 
 _journals: weakref.WeakKeyDictionary[Database, Journal] = weakref.WeakKeyDictionary()
@@ -206,37 +196,8 @@ def journal(database: Database, keep: int) -> Journal:
     return found
 
 
-# The seq of an account's `keep`-th newest entry (offset keep - 1), or of the newest one past
-# them (offset keep).
-_NTH_NEWEST = Query(
-    select(col(JournalEntry.seq))
-    .where(col(JournalEntry.account_id) == bindparam("account"))
-    .order_by(col(JournalEntry.seq).desc())
-    .limit(1)
-    .offset(bindparam("offset"))
-)
-_TRIM = Query(
-    delete(JournalEntry)
-    .where(col(JournalEntry.account_id) == bindparam("account"))
-    .where(col(JournalEntry.seq) <= bindparam("seq"))
-)
-
-
-async def _trim(unit: Unit, account_id: str, keep: int) -> None:
-    """Drop the account's entries older than its newest `keep`."""
-    dropped = (await unit.exec(_NTH_NEWEST, {"account": account_id, "offset": keep})).first()
-    if dropped is not None:
-        await unit.exec(_TRIM, {"account": account_id, "seq": dropped})
-
-
-async def floor(unit: Unit, account_id: str, keep: int) -> int | None:
-    """The seq of the account's oldest entry among its newest `keep` (reads start there), or
-    None when it has no more than `keep`."""
-    found = await unit.exec(_NTH_NEWEST, {"account": account_id, "offset": keep - 1})
-    oldest_kept = found.first()
-    if oldest_kept is None:
-        return None
-    return int(oldest_kept)
+# An account's newest `keep` entries, in arrival order.
+BOUND = Bound(JournalEntry, col(JournalEntry.account_id), col(JournalEntry.seq))
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -284,7 +245,7 @@ async def entries(account_id: str, match: Match, limit: int, keep: int) -> list[
     if keep <= 0:
         return []  # the journal records nothing
     async with db.read() as unit:
-        start = await floor(unit, account_id, keep)
+        start = await BOUND.floor(unit, account_id, keep)
         found = await unit.exec(
             select(JournalEntry)
             .where(match.condition(account_id, start))
@@ -299,7 +260,7 @@ async def count(account_id: str, match: Match, keep: int) -> int:
     if keep <= 0:
         return 0
     async with db.read() as unit:
-        start = await floor(unit, account_id, keep)
+        start = await BOUND.floor(unit, account_id, keep)
         found = await unit.exec(
             select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
         )

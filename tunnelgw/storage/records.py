@@ -30,6 +30,8 @@ from sqlmodel import SQLModel
 from tunnelgw.core import timefmt
 
 Decoder = Callable[[Any], Any]
+Encoder = Callable[[Any], Any]
+Encoding = tuple[tuple[int, Encoder], ...]  # (position, encoder) of the values to encode
 
 # Behaviour is copied only from classes defined in these packages (not SQLModel's, pydantic's
 # or SQLAlchemy's machinery).
@@ -261,12 +263,39 @@ def sqlite_time_text(value: datetime) -> str:
     return value.isoformat(sep=" ", timespec="microseconds")
 
 
+class JsonText(str):
+    """A JSON column's value already encoded (`_pg_json`): PostgreSQL's codec (`json_text`)
+    takes it as is."""
+
+    __slots__ = ()
+
+
 def json_text(value: Any) -> str:
-    """A JSON column's value as stored."""
+    """A JSON column's value as stored (a `JsonText` is already)."""
+    if type(value) is JsonText:
+        return value
     return orjson.dumps(value).decode()
 
 
+def _sqlite_json(value: Any) -> Any:
+    """A JSON column's value as SQLite stores it: its text (a string or a number too), or
+    NULL for None."""
+    return None if value is None else json_text(value)
+
+
+def _pg_json(value: Any) -> Any:
+    """A JSON column's value for PostgreSQL, encoded here rather than by the codec (so a value
+    many rows share is encoded once: `encode_rows`), or NULL for None."""
+    return None if value is None else JsonText(json_text(value))
+
+
 json_value = orjson.loads  # a JSON column's stored text as its value
+
+
+def _sqlite_json_value(stored: Any) -> Any:
+    """A JSON column's value from SQLite, which keeps a number's text as the number (the
+    column's numeric affinity)."""
+    return orjson.loads(stored) if type(stored) is str else stored
 
 
 def _raw(value: Any) -> Any:  # the marker of values a record keeps as stored (timestamps)
@@ -276,7 +305,7 @@ def _raw(value: Any) -> Any:  # the marker of values a record keeps as stored (t
 # SQLite stores timestamps as SQLAlchemy's DATETIME does (`YYYY-MM-DD HH:MM:SS.ffffff`; a record
 # keeps the text until read, see _Timestamp), JSON as text and booleans as 0/1; asyncpg decodes
 # PostgreSQL's types itself (JSON with the codec tunnelgw.storage.db sets on each connection).
-SQLITE_DECODERS: dict[str, Decoder] = {"time": _raw, "json": orjson.loads, "bool": bool}
+SQLITE_DECODERS: dict[str, Decoder] = {"time": _raw, "json": _sqlite_json_value, "bool": bool}
 PG_DECODERS: dict[str, Decoder] = {}
 
 
@@ -294,6 +323,33 @@ def encode_pg(value: Any) -> Any:
     return value
 
 
+# The encoding of each column kind that `TableSql.insert_of` gives (none: as is): by the
+# column, not the value, so a JSON column's string or number is stored as JSON as well.
+SQLITE_ENCODERS: dict[str, Encoder] = {"time": encode_sqlite, "json": _sqlite_json}
+PG_ENCODERS: dict[str, Encoder] = {"time": encode_pg, "json": _pg_json}
+
+
+_NOT_YET = object()  # no value is this one
+
+
+def encode_rows(rows: Sequence[Sequence[Any]], encoding: Encoding) -> list[list[Any]]:
+    """`rows` with their values at the positions of `encoding` encoded (`insert_of`); a value
+    that is the very object of the previous row's at its position is encoded once (the
+    timestamp or the JSON document that rows made together share)."""
+    encoded: list[list[Any]] = []
+    last: list[Any] = [_NOT_YET] * len(encoding)
+    done: list[Any] = [None] * len(encoding)
+    for row in rows:
+        values = list(row)
+        for k, (i, encode) in enumerate(encoding):
+            value = values[i]
+            if value is not last[k]:
+                last[k], done[k] = value, encode(value)
+            values[i] = done[k]
+        encoded.append(values)
+    return encoded
+
+
 # --- the SQL of one table ---------------------------------------------------------------------
 
 
@@ -309,12 +365,13 @@ class TableSql:
     spec: _Spec
     mark: str
     decoders: dict[str, Decoder]
+    encoders: dict[str, Encoder]
     select: str = ""
     by_pk: str = ""
     insert: str = ""
     delete: str = ""
     _updates: dict[tuple[str, ...], str] = field(default_factory=dict)
-    _inserts: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    _inserts: dict[tuple[str, ...], tuple[str, Encoding]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         spec, mark = self.spec, self.mark
@@ -328,10 +385,10 @@ class TableSql:
         self.delete = f"DELETE FROM {table} WHERE {self._pk_match()}"
         self.load = loader(record_class(spec.model), spec.attrs, spec.kinds, self.decoders)
 
-    def insert_of(self, attrs: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
-        """INSERT of the columns of the attributes `attrs` only, and the positions among them
-        of the values the driver needs encoded (timestamps, JSON, booleans); made once per
-        tuple."""
+    def insert_of(self, attrs: tuple[str, ...]) -> tuple[str, Encoding]:
+        """INSERT of the columns of the attributes `attrs` only, and the position among them
+        and the encoder of each value the driver needs encoded (`SQLITE_ENCODERS`,
+        `PG_ENCODERS`); made once per tuple."""
         found = self._inserts.get(attrs)
         if found is None:
             column = dict(zip(self.spec.attrs, self.spec.columns, strict=True))
@@ -339,8 +396,9 @@ class TableSql:
             names = ", ".join(quote(column[a]) for a in attrs)
             marks = ", ".join([self.mark] * len(attrs))
             sql = f"INSERT INTO {quote(self.spec.table)} ({names}) VALUES ({marks})"
-            encoded = tuple(i for i, attr in enumerate(attrs) if kind[attr])
-            found = self._inserts[attrs] = (sql, encoded)
+            encoders = ((i, self.encoders.get(kind[attr])) for i, attr in enumerate(attrs))
+            encoding = tuple((i, encode) for i, encode in encoders if encode is not None)
+            found = self._inserts[attrs] = (sql, encoding)
         return found
 
     def _pk_match(self) -> str:
@@ -405,8 +463,8 @@ def table_sql(model: type[SQLModel], dialect: str) -> TableSql:
 @functools.cache
 def _table_sql(model: type[SQLModel], dialect: str) -> TableSql:
     if dialect == "sqlite":
-        return TableSql(_spec(model), "?", SQLITE_DECODERS)
-    return TableSql(_spec(model), "%s", PG_DECODERS)
+        return TableSql(_spec(model), "?", SQLITE_DECODERS, SQLITE_ENCODERS)
+    return TableSql(_spec(model), "%s", PG_DECODERS, PG_ENCODERS)
 
 
 def spec_of(model: type[SQLModel]) -> _Spec:

@@ -55,6 +55,7 @@ class _Plan:
     names: tuple[str, ...] | None  # positional parameter order; None: named (`%(name)s`)
     defaults: dict[str, Any]  # the values the statement carries itself
     shape: Callable[[Sequence[Any]], Any] | None  # result row -> item; None for DML
+    records: bool = False  # whether an item holds records (a write unit adopts them)
 
 
 @functools.cache
@@ -77,17 +78,21 @@ def compile_statement(statement: ClauseElement, dialect: str) -> _Plan:
         dialect=_sa_dialect(dialect), compile_kwargs={"render_postcompile": True}
     )
     names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-    shape = _shape(statement, dialect) if isinstance(statement, Select) else None
-    return _Plan(compiled.string, names, dict(compiled.params), shape)
+    if not isinstance(statement, Select):
+        return _Plan(compiled.string, names, dict(compiled.params), None)
+    shape, loads_records = _shape(statement, dialect)
+    return _Plan(compiled.string, names, dict(compiled.params), shape, loads_records)
 
 
-def _shape(statement: Select[Any], dialect: str) -> Callable[[Sequence[Any]], Any]:
+def _shape(statement: Select[Any], dialect: str) -> tuple[Callable[[Sequence[Any]], Any], bool]:
     """Turns a result row into what the select names: a record per entity, a decoded value
     per column; one thing alone is returned as is (like SQLModel's `exec`), several as a
-    tuple."""
+    tuple (the row itself when no value needs decoding). And whether it makes records."""
     decoders = records.SQLITE_DECODERS if dialect == "sqlite" else records.PG_DECODERS
     columns = list(statement.selected_columns)
     parts: list[tuple[int, int, Callable[[Sequence[Any]], Any]]] = []
+    plain = True  # every part a column taken as is
+    loads_records = False
     position = 0
     for description in statement.column_descriptions:
         entity, expr = description.get("entity"), description.get("expr")
@@ -98,16 +103,20 @@ def _shape(statement: Select[Any], dialect: str) -> Callable[[Sequence[Any]], An
             attrs = [mapper.get_property_by_column(column).key for column in taken]
             kinds = [records.kind_of(column.type) for column in taken]
             load = records.loader(records.record_class(entity), attrs, kinds, decoders)
+            plain, loads_records = False, True
         else:
             count = 1
             decode = decoders.get(records.kind_of(description["type"]))
             load = _value_loader(decode)
+            plain = plain and decode is None
         parts.append((position, position + count, load))
         position += count
     if len(parts) == 1:
         start, end, load = parts[0]
-        return lambda row: load(row[start:end])
-    return lambda row: tuple(load(row[start:end]) for start, end, load in parts)
+        return (lambda row: load(row[start:end])), loads_records
+    if plain:
+        return tuple, False
+    return (lambda row: tuple(load(row[start:end]) for start, end, load in parts)), loads_records
 
 
 def _value_loader(decode: Callable[[Any], Any] | None) -> Callable[[Sequence[Any]], Any]:

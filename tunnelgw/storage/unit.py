@@ -194,7 +194,7 @@ class Unit:
             return Result([tuple(row) for row in rows], rowcount)
         rows = await self._conn.fetch(plan.sql, args)
         items = [plan.shape(row) for row in rows]
-        if self.writes:
+        if self.writes and plan.records:
             items = [
                 tuple(self._adopt(p) if isinstance(p, Record) else p for p in item)
                 if isinstance(item, tuple)
@@ -219,21 +219,15 @@ class Unit:
     ) -> None:
         """Insert `rows`, each the values of the columns `attrs` in that order, in one
         statement run for every row (the columns left out take their database defaults, such
-        as a key the database numbers). Nothing is tracked: for append-only tables."""
+        as a key the database numbers); a value that consecutive rows share (the same object)
+        is encoded once. Nothing is tracked: for append-only tables."""
         self._require_write()
         if not rows:
             return
         table = records.table_sql(model, self.dialect)
-        sql, encoded = table.insert_of(attrs)
-        encode = self._encode
-        if encoded:
-            changed = []
-            for row in rows:
-                values = list(row)
-                for i in encoded:
-                    values[i] = encode(values[i])
-                changed.append(values)
-            rows = changed
+        sql, encoding = table.insert_of(attrs)
+        if encoding:
+            rows = records.encode_rows(rows, encoding)
         await self._conn.run_many(sql, rows)
 
     async def flush(self) -> None:

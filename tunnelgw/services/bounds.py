@@ -1,0 +1,73 @@
+"""Per-account bounds of append-only records (the request journal, event deliveries): an
+account keeps its newest `keep` rows, in the order of one column of the table.
+
+Rows past the bound are not deleted as each is written: a process deletes an account's
+oldest once it has written `slack` more of them (a tenth of `keep`, at least 1) since it last
+did, in one statement for many rows. Reads start at `floor`, so they never show more than the
+newest `keep`, whatever waits to be deleted (rows of other processes, or of a transaction
+whose trim was rolled back, are deleted at a later trim).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select
+
+from tunnelgw.storage.db import Database
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
+
+
+def slack(keep: int) -> int:
+    """How many rows of an account a process writes between two trims."""
+    return max(1, keep // 10)
+
+
+class Bound:
+    """The bound of one table: its rows are the account's (`account`, a column) and ordered
+    by `order` (a column: oldest lowest)."""
+
+    def __init__(self, model: type[Any], account: Any, order: Any) -> None:
+        # The `order` of an account's `keep`-th newest row (offset keep - 1), or of the newest
+        # one past them (offset keep).
+        self._nth_newest = Query(
+            select(order)
+            .where(account == bindparam("account"))
+            .order_by(order.desc())
+            .limit(1)
+            .offset(bindparam("offset"))
+        )
+        self._trim = Query(
+            delete(model).where(account == bindparam("account")).where(order <= bindparam("last"))
+        )
+        # Per database, per account: rows this process wrote since it last trimmed.
+        self._unswept: weakref.WeakKeyDictionary[Database, dict[str, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def wrote(
+        self, unit: Unit, database: Database, account_id: str, count: int, keep: int
+    ) -> None:
+        """Count `count` rows of the account written in `unit` (a write unit of `database`);
+        once `slack(keep)` are counted, delete its rows older than its newest `keep`."""
+        unswept = self._unswept.setdefault(database, {})
+        written = unswept.get(account_id, 0) + count
+        if written >= slack(keep):
+            await self._trim_past(unit, account_id, keep)
+            written = 0
+        unswept[account_id] = written
+
+    async def _trim_past(self, unit: Unit, account_id: str, keep: int) -> None:
+        """Delete the account's rows older than its newest `keep`."""
+        found = await unit.exec(self._nth_newest, {"account": account_id, "offset": keep})
+        last = found.first()
+        if last is not None:
+            await unit.exec(self._trim, {"account": account_id, "last": last})
+
+    async def floor(self, unit: Unit, account_id: str, keep: int) -> Any:
+        """The `order` of the account's oldest row among its newest `keep` (reads start
+        there), or None when it has no more than `keep`."""
+        found = await unit.exec(self._nth_newest, {"account": account_id, "offset": keep - 1})
+        return found.first()
