@@ -390,3 +390,29 @@ def test_a_transaction_that_fails_to_commit_fails_each_of_its_units(tmp_path):
     assert [type(r) for r in results] == [ApiError, ApiError]
     assert all(r.code is Code.CONFLICT for r in results)  # type: ignore[union-attr]
     assert names == []
+
+
+def test_the_first_unit_cancelled_while_it_waits_still_commits_for_the_others(tmp_path):
+    """The first unit of a turn commits the shared transaction: cancelled while it waits its
+    turn (its block had ended), it commits before it goes, and the unit that joined it does
+    not wait forever."""
+    url_ = f"sqlite:///{tmp_path / 'g.db'}"
+    migrate.upgrade(url_)
+
+    async def add(database: Database, id_: str) -> None:
+        async with database.write() as unit:
+            unit.add(Account.new(id=id_, name=id_))
+
+    async def scenario(database: Database) -> tuple[list[object], list[str]]:
+        first = asyncio.create_task(add(database, "acct_first"))
+        joined = asyncio.create_task(add(database, "acct_joined"))
+        await asyncio.sleep(0)  # both units ran and ended; the first waits a turn
+        first.cancel()
+        async with asyncio.timeout(5):
+            results = await asyncio.gather(first, joined, return_exceptions=True)
+        return results, await _names(database)
+
+    results, names = _run(url_, scenario)
+    assert isinstance(results[0], asyncio.CancelledError)
+    assert results[1] is None
+    assert names == ["acct_first", "acct_joined"]

@@ -5,15 +5,10 @@
 - **SQLite** (stdlib `sqlite3`) runs inline on the event loop: a statement takes
   microseconds, far less than a hop to a helper thread. Each process has one connection for
   reads (autocommit, `query_only`; every statement reads its own consistent snapshot) and one
-  for writes. Write units are serialised per process by an asyncio lock. The units of one
-  turn of the event loop share a transaction (group commit): the first begins it with
-  `BEGIN IMMEDIATE` (writers of several processes queue in SQLite's busy handler,
-  `busy_timeout`, rather than fail; WAL lets readers go on meanwhile), each unit is a
-  savepoint in it, and it commits at the next turn, once no unit is open. A unit that fails
-  rolls back to its savepoint, the others are untouched; a unit that succeeds returns only
-  once the transaction committed, so nothing is answered before it is durable. A commit costs
-  as much as a few rows (it writes the pages changed to the WAL): under concurrent creates
-  the savepoints' cost is much the smaller (bench/README.md, issue 31).
+  for writes. Write units are serialised per process by an asyncio lock, and those of one
+  turn of the event loop share a transaction begun with `BEGIN IMMEDIATE` (group commit:
+  tunnelgw.storage.group_commit); writers of several processes queue in SQLite's busy
+  handler (`busy_timeout`) rather than fail, and WAL lets readers go on meanwhile.
 - **PostgreSQL** (asyncpg: native asyncio, binary protocol, each connection keeps its
   prepared statements) takes connections from asyncpg's pool: reads in autocommit (one
   round trip per statement), writes in one transaction. Statements reach the connection in
@@ -44,12 +39,12 @@ from tunnelgw.storage.connections import (
     SQLITE_PRAGMAS,
     PgConnection,
     SqliteConnection,
-    begin_immediate,
     configure_pg,
     conflict_or,
     keep_session,
     private_sqlite_file,
 )
+from tunnelgw.storage.group_commit import GroupCommit, Member
 from tunnelgw.storage.unit import Unit
 
 T = TypeVar("T")
@@ -75,9 +70,7 @@ class Database:
         self._conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         self._reader: SqliteConnection | None = None
         self._writer: SqliteConnection | None = None
-        self._write_lock = asyncio.Lock()
-        self._batch: _Batch | None = None  # SQLite: the open transaction of this turn's units
-        self._commit_due = False  # its turn ended while a unit was open: that unit commits
+        self._group = GroupCommit(lambda: self._sqlite(writer=True), lambda: self._writer)
         self._pool: Any = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
 
@@ -106,52 +99,6 @@ class Database:
         if query_only:
             raw.execute("PRAGMA query_only=ON")
         return raw
-
-    def _join_batch(self) -> tuple[_Batch, bool]:
-        """The open SQLite write transaction, begun here when there is none (its first unit
-        needs no savepoint: alone in it, it rolls the transaction back if it fails), and
-        committed at the next turn of the event loop. The write lock is held."""
-        raw = self._sqlite(writer=True).raw
-        batch = self._batch
-        if batch is None:
-            begin_immediate(raw)
-            batch = self._batch = _Batch()
-            asyncio.get_running_loop().call_soon(self._end_batch)
-            return batch, False
-        raw.execute(_UNIT_SAVEPOINT)
-        return batch, True
-
-    def _end_batch(self) -> None:
-        if self._write_lock.locked():  # a unit is open in the transaction: it commits
-            self._commit_due = True
-        else:
-            self._commit_batch()
-
-    def _commit_batch(self) -> None:
-        """Commit the open transaction and tell its units; the write lock is free or held by
-        the caller (no unit is open in the transaction)."""
-        batch, self._batch, self._commit_due = self._batch, None, False
-        if batch is None:
-            return
-        if self._writer is None:  # disposed meanwhile: the transaction went with it
-            batch.end(RuntimeError("the database was closed before the commit"))
-            return
-        raw = self._writer.raw
-        try:
-            raw.execute("COMMIT")
-        except Exception as exc:
-            with contextlib.suppress(Exception):
-                raw.execute("ROLLBACK")
-            batch.end(exc)
-        else:
-            batch.end(None)
-
-    def _fail_batch(self, error: BaseException) -> None:
-        """The open transaction is gone (SQLite rolled it back on an error such as a full
-        disk): its units that succeeded fail too."""
-        batch, self._batch, self._commit_due = self._batch, None, False
-        if batch is not None:
-            batch.end(error)
 
     async def _pg_pool(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -262,49 +209,21 @@ _NO_SCOPE = _NoScope()
 _shared: ContextVar[_SharedReads | None] = ContextVar("tunnelgw_shared_reads", default=None)
 
 
-class _Batch:
-    """An SQLite write transaction the units of one turn of the event loop share: the futures
-    of the units that succeeded in it, told when it commits (or fails)."""
-
-    __slots__ = ("error", "waiters")
-
-    def __init__(self) -> None:
-        self.waiters: list[asyncio.Future[None]] = []
-        self.error: BaseException | None = None
-
-    def end(self, error: BaseException | None) -> None:
-        self.error = error
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-
-_UNIT_SAVEPOINT = "SAVEPOINT unit"
-_UNIT_RELEASE = "RELEASE unit"
-_UNIT_ROLLBACK = "ROLLBACK TO unit"
-
-
 class _WriteScope:
-    __slots__ = ("_batch", "_conn", "_database", "_lease", "_savepoint", "_unit")
+    __slots__ = ("_conn", "_database", "_lease", "_member", "_unit")
 
     def __init__(self, database: Database) -> None:
         self._database = database
         self._lease: Any = None
         self._conn: Any = None
         self._unit: Unit | None = None
-        self._batch: _Batch | None = None
-        self._savepoint = False  # SQLite: the unit is a savepoint in a shared transaction
+        self._member: Member | None = None  # SQLite: the unit's place in the transaction
 
     async def __aenter__(self) -> Unit:
         database = self._database
         if database.is_sqlite:
-            await database._write_lock.acquire()
-            try:
-                self._batch, self._savepoint = database._join_batch()
-                self._conn = database._sqlite(writer=True)
-            except BaseException:
-                database._write_lock.release()
-                raise
+            self._member = await database._group.join()
+            self._conn = database._sqlite(writer=True)
         else:
             shared = _shared.get()
             if shared is not None and shared.database is database:
@@ -321,10 +240,10 @@ class _WriteScope:
         return self._unit
 
     async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if self._batch is not None:
-            await self._exit_batch(exc)
-            return
         assert self._unit is not None
+        if self._member is not None:
+            await self._database._group.leave(self._member, self._unit, exc)
+            return
         try:
             if exc is None:
                 try:
@@ -342,63 +261,8 @@ class _WriteScope:
                 if conflict is not exc:
                     raise conflict from exc
         finally:
-            if self._database.is_sqlite:
-                self._database._write_lock.release()
-            elif self._lease is not None:
+            if self._lease is not None:
                 await self._lease.__aexit__(None, None, None)
-
-    async def _exit_batch(self, exc: BaseException | None) -> None:
-        """SQLite: release the unit's savepoint (or roll back to it), then wait for the
-        transaction's commit."""
-        assert self._unit is not None
-        assert self._batch is not None
-        database, batch, raw = self._database, self._batch, self._conn.raw
-        waiter: asyncio.Future[None] | None = None
-        try:
-            if exc is None:
-                try:
-                    await self._unit._commit_changes()
-                    if self._savepoint:
-                        raw.execute(_UNIT_RELEASE)
-                except BaseException as failure:
-                    self._undo(failure)
-                    conflict = conflict_or(failure)
-                    if conflict is failure:
-                        raise
-                    raise conflict from failure
-                waiter = asyncio.get_running_loop().create_future()
-                batch.waiters.append(waiter)
-            else:
-                self._undo(exc)
-                conflict = conflict_or(exc)
-                if conflict is not exc:
-                    raise conflict from exc
-        finally:
-            if database._commit_due:  # the turn ended while this unit was open
-                database._commit_batch()
-            database._write_lock.release()
-        if waiter is None:  # the unit failed: its exception goes on
-            return
-        await waiter
-        if batch.error is not None:
-            conflict = conflict_or(batch.error)
-            if conflict is batch.error:
-                raise RuntimeError(f"the database did not commit: {batch.error}") from batch.error
-            raise conflict from batch.error
-
-    def _undo(self, error: BaseException) -> None:
-        """Roll the unit back: the transaction when the unit is its first, else to the
-        unit's savepoint; when SQLite rolled the whole transaction back already (a full
-        disk, an I/O error), the transaction's other units fail too."""
-        raw = self._conn.raw
-        if raw.in_transaction and self._savepoint:
-            with contextlib.suppress(Exception):
-                raw.execute(_UNIT_ROLLBACK)
-                raw.execute(_UNIT_RELEASE)
-                return
-        self._database._fail_batch(error)
-        with contextlib.suppress(Exception):
-            raw.execute("ROLLBACK")
 
     async def _rollback(self) -> None:
         # A connection that is gone cannot roll back; the pool discards it.
