@@ -162,12 +162,14 @@ def create_app(settings: Settings | None = None) -> AsyncApp:
         swagger_ui_options=SwaggerUIOptions(swagger_ui_path="/ui"),
         middlewares=middlewares(state),
     )
+    # Connexion's innermost app without a copy of the operations (tunnelgw.http.routing).
+    app._middleware_app = app.middleware.app = routing.Unrouted()
     state.app = app
     app.tunnelgw_state = state
     document = apply_settings(spec.load(), settings)
-    with workarounds.shipped_spec():
-        app.add_api(document, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     render = ErrorRenderer(document, platform_profile=settings.profile == "platform")
+    with workarounds.shipped_spec():  # Connexion's from here on (resolved in place)
+        app.add_api(document, resolver=RelativeResolver(HANDLERS), validate_responses=True)
     for error in (ApiError, ProblemException, HTTPException, Exception):
         app.add_error_handler(error, render.render)
     return app

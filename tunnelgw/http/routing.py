@@ -2,24 +2,35 @@
 
 Connexion's RoutingMiddleware tries every route of the spec in turn (a regular expression
 each) and Connexion's SwaggerUIMiddleware scans its own routes before that, for every request.
-`RoutingMiddleware` here is Connexion's, with the routes it built indexed by method and number
-of path segments: a request that names a spec operation goes straight to it, annotated exactly
-as Connexion's router annotates it (path parameters, operationId); anything else (an unknown
-path, a wrong method, a trailing slash) takes Connexion's own router, which answers 404/405 as
-before. `SwaggerUIMiddleware` lets requests outside the docs paths through without routing and
+`RoutingMiddleware` here keeps an index of the spec's operations by method and number of path
+segments, made from the spec itself: a request that names a spec operation goes straight to
+it, annotated exactly as Connexion's router annotates it (path parameters, operationId);
+anything else (an unknown path, a wrong method, a trailing slash) takes Connexion's own router,
+which answers 404/405 as before and is built at the first such request (building its routes,
+an operation object and a regular expression per operation, was ~8 ms of every start).
+`SwaggerUIMiddleware` lets requests outside the docs paths through without routing and
 serves the spec itself (tunnelgw.http.published) instead of Connexion's resolved copy.
 Neither redirects a path with or without a trailing slash to the other (Starlette would, with a
 `Location` built from the `Host` header the client sent): such a path is 404.
+
+`Unrouted` stands in for Connexion's innermost app, which would build a third set of the
+spec's operations (resolving each handler again) that nothing calls: `OperationMiddleware`
+(tunnelgw.http.pipeline) serves every routed operation, and what reaches the innermost app is
+what no operation matched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
+from connexion.apps.asynchronous import AsyncASGIApp
+from connexion.frameworks.starlette import PATH_PARAMETER_CONVERTERS, starlettify_path
+from connexion.http_facts import METHODS
 from connexion.middleware import routing, swagger_ui
 from connexion.middleware.abstract import ROUTING_CONTEXT
-from starlette.routing import Mount, Route, Router
+from starlette.routing import Mount, Router
 from starlette.types import Receive, Scope, Send
 
 from tunnelgw.http.published import SPEC_PATHS, PublishedSpec
@@ -36,36 +47,55 @@ class _Entry:
 
 
 class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
-    """Connexion's RoutingMiddleware with an index of its routes (see the module docstring)."""
+    """Connexion's RoutingMiddleware with an index of the spec's operations (see the module
+    docstring)."""
 
     def __init__(self, app: Any) -> None:
         super().__init__(app)
         self._index: dict[tuple[str, int], list[_Entry]] = {}
+        self._pending: list[tuple[Any, dict[str, Any]]] = []
 
-    def add_api(self, *args: Any, **kwargs: Any) -> None:
-        super().add_api(*args, **kwargs)
-        no_slash_redirects(self.router)
-        self._index = {}
-        for mount in self.router.routes:
-            if isinstance(mount, Mount) and mount.path == "":
-                for route in mount.routes:
-                    if isinstance(route, Route):
-                        self._add(route)
-
-    def _add(self, route: Route) -> None:
-        operation_id = getattr(route.app, "operation_id", None)
-        if operation_id is None or any(c.regex != "[^/]+" for c in route.param_convertors.values()):
+    def add_api(self, specification: Any, **kwargs: Any) -> None:
+        self._pending.append((specification, kwargs))
+        base_path = kwargs.get("base_path")
+        if (specification.base_path if base_path is None else base_path) != "":
             return  # left to Connexion's router
-        segments = route.path.split("/")
+        resolver = kwargs["resolver"]
+        for path, item in specification.get("paths", {}).items():
+            for method, operation in item.items():
+                if method in METHODS:
+                    self._add(path, method, operation, item.get("parameters", []), resolver)
+
+    def _add(
+        self, path: str, method: str, operation: Any, shared: list[Any], resolver: Any
+    ) -> None:
+        """Index one operation as Connexion's router would route it: its path as Connexion
+        writes it for Starlette, and the operation id its resolver gives."""
+        parameters = {(p["name"], p["in"]): p for p in (*shared, *operation.get("parameters", ()))}
+        types = {
+            name: _path_type(parameter["schema"])
+            for (name, where), parameter in parameters.items()
+            if where == "path"
+        }
+        if any(PATH_PARAMETER_CONVERTERS.get(kind) for kind in types.values()):
+            return  # a typed parameter: left to Connexion's router and its convertors
+        operation_id = resolver.resolve_operation_id(
+            SimpleNamespace(
+                operation_id=operation.get("operationId"),
+                router_controller=operation.get("x-openapi-router-controller"),
+            )
+        )
+        segments = starlettify_path(path, types).split("/")
         literals, params = [], []
         for position, segment in enumerate(segments):
             if segment.startswith("{") and segment.endswith("}"):
-                params.append((position, segment[1:-1].partition(":")[0]))
+                params.append((position, segment[1:-1]))
             else:
                 literals.append((position, segment))
         entry = _Entry(tuple(literals), tuple(params), operation_id)
-        for method in route.methods or ():
-            self._index.setdefault((method, len(segments)), []).append(entry)
+        # Starlette routes a GET route's HEAD too.
+        for verb in ("GET", "HEAD") if method == "get" else (method.upper(),):
+            self._index.setdefault((verb, len(segments)), []).append(entry)
 
     def _find(self, method: str, path: str) -> tuple[_Entry, list[str]] | None:
         segments = path.split("/")
@@ -81,6 +111,10 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
         if scope["type"] == "http" and not scope.get("root_path"):
             found = self._find(scope["method"], scope["path"])
         if found is None:
+            while self._pending and scope["type"] != "lifespan":  # built at its first request
+                specification, kwargs = self._pending.pop(0)
+                super().add_api(specification, **kwargs)
+                no_slash_redirects(self.router)
             await super().__call__(scope, receive, send)
             return
         entry, segments = found
@@ -92,6 +126,21 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
             {"api_base_path": "", "operation_id": entry.operation_id}
         )
         await self.app(scope, receive, send)
+
+
+def _path_type(schema: dict[str, Any]) -> Any:
+    """A path parameter's type as Connexion reads it (`get_path_parameter_types`)."""
+    if schema.get("type") == "string" and schema.get("format") == "path":
+        return "path"
+    return schema.get("type")
+
+
+class Unrouted(AsyncASGIApp):  # type: ignore[misc]
+    """Connexion's innermost app without the spec's operations (see the module docstring):
+    what reaches it matched none, and its empty router answers 404."""
+
+    def add_api(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 class SwaggerUIMiddleware(swagger_ui.SwaggerUIMiddleware):  # type: ignore[misc]
