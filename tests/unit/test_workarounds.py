@@ -76,6 +76,36 @@ def test_connexion_still_checks_every_spec_it_loads(monkeypatch):
     assert len(checked) == 2, "Connexion no longer checks each spec it builds: drop the skip"
 
 
+def test_connexion_still_copies_the_document_it_loads():
+    """Connexion copies a spec document twice as it loads it (the raw spec it keeps, and the
+    one it resolves); `workarounds.shipped_spec` resolves the handed-over document in place
+    instead. When Connexion stops copying, the first assertion fails and the skip can go;
+    when it copies some other way, the second fails and the skip must follow."""
+    from connexion.spec import OpenAPISpecification
+
+    def document() -> dict:
+        return {
+            "openapi": "3.0.3",
+            "info": {"title": "t", "version": "1"},
+            "paths": {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/R"}}}}},
+            "components": {"responses": {"R": {"description": "r"}}},
+        }
+
+    handed = document()
+    loaded = OpenAPISpecification(handed)
+    assert loaded.raw is not handed
+    assert "$ref" in handed["paths"]["/a"]["get"]["responses"]["200"]
+    handed = document()
+    with workarounds.shipped_spec():
+        loaded = OpenAPISpecification(handed)
+        assert loaded.raw is handed
+        assert loaded.spec is handed
+        assert handed["paths"]["/a"]["get"]["responses"]["200"] == {"description": "r"}
+        docs = loaded.with_base_path("/other")  # the docs' copy: resolving again is a no-op
+    assert docs.spec["paths"] == handed["paths"]
+    assert OpenAPISpecification(document()).raw is not handed  # restored after the load
+
+
 @pytest.mark.parametrize("entry", ["tunnelgw.__main__", "tunnelgw.worker"])
 def test_serving_imports_neither_cryptography_nor_the_fixture_loader(entry):
     """What `tunnelgw serve` imports before its first request (the app, the CLI, every

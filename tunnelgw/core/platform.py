@@ -78,5 +78,9 @@ def is_served(operation: Operation, spec: dict[str, Any]) -> bool:
 
 def unserved(spec: dict[str, Any]) -> list[Operation]:
     """The platform's operations `spec` does not serve, in the data file's order."""
-    served = served_shapes(spec)
+    return not_in(served_shapes(spec))
+
+
+def not_in(served: set[tuple[str, str]]) -> list[Operation]:
+    """The platform's operations whose (METHOD, path shape) is not in `served`, in order."""
     return [op for op in operations() if (op.method, op.shape) not in served]

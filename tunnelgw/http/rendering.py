@@ -4,6 +4,7 @@ wire-conventions error body. Registered once, for every error source, in `app.py
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any
@@ -76,14 +77,26 @@ class ErrorRenderer:
 
     def __init__(self, spec: dict[str, Any], *, platform_profile: bool = False) -> None:
         self.platform_profile = platform_profile
-        self._paths = [
-            (_template_regex(path), sorted(m.upper() for m in item if m in _METHODS))
+        # The spec's path templates and methods; their regular expressions, and the platform's
+        # operations the spec does not serve, are made at the first 404 or 405 that asks
+        # (~180 expressions and a YAML file: ~10 ms that a start need not pay).
+        self._templates = [
+            (path, sorted(m.upper() for m in item if m in _METHODS))
             for path, item in spec.get("paths", {}).items()
         ]
-        self._unserved: dict[tuple[str, int], list[tuple[re.Pattern[str], Operation]]] = {}
-        for op in platform.unserved(spec):
+        self._served = platform.served_shapes(spec)
+
+    @functools.cached_property
+    def _paths(self) -> list[tuple[re.Pattern[str], list[str]]]:
+        return [(_template_regex(path), methods) for path, methods in self._templates]
+
+    @functools.cached_property
+    def _unserved(self) -> dict[tuple[str, int], list[tuple[re.Pattern[str], Operation]]]:
+        unserved: dict[tuple[str, int], list[tuple[re.Pattern[str], Operation]]] = {}
+        for op in platform.not_in(self._served):
             key = (op.method, op.path.count("/"))
-            self._unserved.setdefault(key, []).append((_template_regex(op.path), op))
+            unserved.setdefault(key, []).append((_template_regex(op.path), op))
+        return unserved
 
     def platform_operation(self, method: str, path: str) -> Operation | None:
         """The platform's operation `method path` is, when the spec does not serve it."""
