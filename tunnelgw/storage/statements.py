@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -87,10 +88,14 @@ def compile_statement(statement: ClauseElement, dialect: str) -> _Plan:
 def _shape(statement: Select[Any], dialect: str) -> tuple[Callable[[Sequence[Any]], Any], bool]:
     """Turns a result row into what the select names: a record per entity, a decoded value
     per column; one thing alone is returned as is (like SQLModel's `exec`), several as a
-    tuple (the row itself when no value needs decoding). And whether it makes records."""
+    tuple (the row itself when no value needs decoding). And whether it makes records.
+
+    Each part reads the whole row at its own position (a column: its item; an entity: the
+    slice of its columns), so a row of many parts (the credential check's, on every request)
+    is not cut into one slice per column."""
     decoders = records.SQLITE_DECODERS if dialect == "sqlite" else records.PG_DECODERS
     columns = list(statement.selected_columns)
-    parts: list[tuple[int, int, Callable[[Sequence[Any]], Any]]] = []
+    parts: list[Callable[[Sequence[Any]], Any]] = []
     plain = True  # every part a column taken as is
     loads_records = False
     position = 0
@@ -103,26 +108,31 @@ def _shape(statement: Select[Any], dialect: str) -> tuple[Callable[[Sequence[Any
             attrs = [mapper.get_property_by_column(column).key for column in taken]
             kinds = [records.kind_of(column.type) for column in taken]
             load = records.loader(records.record_class(entity), attrs, kinds, decoders)
+            parts.append(_entity_part(load, position, position + count))
             plain, loads_records = False, True
         else:
             count = 1
             decode = decoders.get(records.kind_of(description["type"]))
-            load = _value_loader(decode)
+            parts.append(_column_part(decode, position))
             plain = plain and decode is None
-        parts.append((position, position + count, load))
         position += count
     if len(parts) == 1:
-        start, end, load = parts[0]
-        return (lambda row: load(row[start:end])), loads_records
+        return parts[0], loads_records
     if plain:
         return tuple, False
-    return (lambda row: tuple(load(row[start:end]) for start, end, load in parts)), loads_records
+    return (lambda row: tuple([part(row) for part in parts])), loads_records
 
 
-def _value_loader(decode: Callable[[Any], Any] | None) -> Callable[[Sequence[Any]], Any]:
+def _entity_part(
+    load: Callable[[Sequence[Any]], Any], start: int, end: int
+) -> Callable[[Sequence[Any]], Any]:
+    return lambda row: load(row[start:end])
+
+
+def _column_part(decode: Callable[[Any], Any] | None, at: int) -> Callable[[Sequence[Any]], Any]:
     if decode is None:
-        return lambda row: row[0]
-    return lambda row: None if row[0] is None else decode(row[0])
+        return operator.itemgetter(at)
+    return lambda row: None if row[at] is None else decode(row[at])
 
 
 class Query:
