@@ -348,6 +348,56 @@ def test_a_rule_without_a_destination_fails_every_delivery(admin):
     assert len(admin.get("/_admin/faults").json()["faults"]) == 1  # until cleared
 
 
+def test_deliveries_read_rules_again_once_a_rule_is_made_after_a_clear(admin):
+    dest = destination(admin)
+    subscribe(admin, ["api_key_created.v0"], [dest])
+    rule = {"operation": "event_destinations.deliver", "status": 503}
+    assert admin.post("/_admin/faults", json=rule).status_code == 201
+    admin.post(KEYS, json={})
+    assert admin.delete("/_admin/faults").status_code == 204
+    admin.post(KEYS, json={})  # the account has no rules: its deliveries read none
+    assert admin.post("/_admin/faults", json=rule).status_code == 201
+    admin.post(KEYS, json={})
+    assert [i["outcome"] for i in events(admin)] == ["failed", "delivered", "failed"]
+
+
+def test_deliveries_read_rules_as_the_credential_check_found_them(admin, other, factory):
+    """The caller's account had no fault rules when its credential was checked: its
+    deliveries read none (a rule made meanwhile counts from its next request); another
+    account's, changed in the same request, read theirs."""
+    from tunnelgw.models import ApiKey
+    from tunnelgw.services import events as event_service
+    from tunnelgw.services.auth import Caller
+    from tunnelgw.storage import db
+
+    rule = {"operation": "event_destinations.deliver", "status": 503}
+    for client in (admin, other):
+        subscribe(client, ["api_key_created.v0"], [destination(client)])
+        assert client.post("/_admin/faults", json=rule).status_code == 201
+
+    def key(client: Any) -> Any:
+        return ApiKey.new(
+            id=ids.new_id(ApiKey.PREFIX),
+            account_id=client.creds.account_id,
+            owner_id=client.creds.principal_id,
+            token_hash=ids.new_secret(),
+        )
+
+    async def change() -> None:
+        caller = Caller(admin.creds.account_id, admin.creds.principal_id, True, None)
+        token = event_service.activate()
+        try:
+            event_service.known(caller)  # subscriptions, and no fault rules
+            async with db.write() as unit:
+                unit.add_all([key(admin), key(other)])
+        finally:
+            event_service.deactivate(token)
+
+    factory._run(change)
+    assert [i["outcome"] for i in events(admin)] == ["delivered"]
+    assert [i["outcome"] for i in events(other)] == ["failed"]
+
+
 def test_rules_decide_each_delivery_in_order_of_destination_and_rule(admin):
     first, second, third = (destination(admin) for _ in range(3))
     subscribe(admin, ["api_key_created.v0"], [third, first, second])  # sent in id order

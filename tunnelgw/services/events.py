@@ -32,6 +32,7 @@ from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
+from tunnelgw.services.auth import Caller
 from tunnelgw.services.bounds import Bound
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
@@ -152,22 +153,27 @@ class _Change:
 class EventObserver:
     """The write units' change observer (tunnelgw.storage.unit.ChangeObserver) of requests.
 
-    `quiet_account`: an account known to have had no event subscriptions when the request's
-    credential was checked (`quiet`); its changes fire nothing and are not rendered, unless
-    the unit writes what events are routed by (the account's first subscription). A
-    subscription made meanwhile by another request counts from the account's next request."""
+    `account`: the account of the request's caller, with what its credential check read of
+    it (`known`). Without `subscriptions` (it had no event subscriptions), its changes fire
+    nothing and are not rendered, unless the unit writes what events are routed by (the
+    account's first subscription). Without `fault_rules` (it may have none), its deliveries
+    read no fault rules. A subscription or rule made meanwhile by another request counts
+    from the account's next request (as `faults.apply` does for the request itself)."""
 
-    __slots__ = ("quiet_account",)
+    __slots__ = ("account", "fault_rules", "subscriptions")
 
-    def __init__(self, quiet_account: str | None = None) -> None:
-        self.quiet_account = quiet_account
+    def __init__(
+        self, account: str | None = None, *, subscriptions: bool = True, fault_rules: bool = True
+    ) -> None:
+        self.account = account
+        self.subscriptions = subscriptions
+        self.fault_rules = fault_rules
 
     def watches(self, model: type) -> bool:
         return model in _watched()
 
     def _quiet(self, row: Record) -> bool:
-        account = self.quiet_account
-        return account is not None and getattr(row, "account_id", None) == account
+        return not self.subscriptions and getattr(row, "account_id", None) == self.account
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
         if row.__model__ in _PARENTS or kind_of(row) is None or self._quiet(row):
@@ -182,7 +188,8 @@ class EventObserver:
         for change in await _net(unit, changes):
             by_account.setdefault(change.row.account_id, []).append(change)
         for account_id, found in by_account.items():
-            await _fire(unit, account_id, found)
+            rules = self.fault_rules or account_id != self.account
+            await _fire(unit, account_id, found, rules=rules)
 
 
 # The rows events are routed by: a unit that writes them (the account's first subscription)
@@ -240,14 +247,15 @@ async def _routes(unit: Unit, account_id: str) -> dict[str, list[tuple[str, str]
     return routes
 
 
-async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
-    """Record the events of one account's changes for its subscriptions' destinations."""
+async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: bool) -> None:
+    """Record the events of one account's changes for its subscriptions' destinations (a
+    fault rule may fail a delivery; `rules`: whether the account may have any)."""
     routes = await _routes(unit, account_id)
     if not routes:
         return
     now = timefmt.utcnow()
     timestamp = timefmt.rfc3339(now)
-    rules: list[FaultRule] | None = None
+    failing: list[FaultRule] | None = None if rules else []
     rows: list[tuple[Any, ...]] = []
     for change in found:
         type_ = f"{change.kind}_{change.action}.v0"
@@ -263,14 +271,14 @@ async def _fire(unit: Unit, account_id: str, found: list[_Change]) -> None:
             "event_timestamp": timestamp,
             "object": shape,
         }
-        if rules is None:
-            rules = await faults.delivery_rules(unit, account_id)
+        if failing is None:
+            failing = await faults.delivery_rules(unit, account_id)
         delivery_ids = ids.new_ids(EventDelivery.PREFIX, len(targets))
         for delivery_id, (subscription_id, destination_id) in zip(
             delivery_ids, targets, strict=True
         ):
             # Sent (nothing leaves the machine): a fault rule may fail it.
-            error = await faults.fail_delivery(unit, rules, destination_id) if rules else None
+            error = await faults.fail_delivery(unit, failing, destination_id) if failing else None
             outcome = DELIVERED if error is None else FAILED
             rows.append(
                 (
@@ -354,10 +362,16 @@ def activate() -> Any:
     return units.set_observer(OBSERVER)
 
 
-def quiet(account_id: str) -> None:
-    """The account had no event subscriptions when the request's credential was checked:
-    its changes in this task fire nothing (until `deactivate` resets the observer)."""
-    units.set_observer(EventObserver(quiet_account=account_id))
+def known(caller: Caller) -> None:
+    """What the request's credential check read of the caller's account spares its changes
+    reading it again (`EventObserver`): in this task (until `deactivate` resets the
+    observer), a change of an account without event subscriptions fires nothing, a delivery
+    of an account without fault rules reads none."""
+    if not caller.subscriptions or not caller.fault_rules:
+        observer = EventObserver(
+            caller.account_id, subscriptions=caller.subscriptions, fault_rules=caller.fault_rules
+        )
+        units.set_observer(observer)
 
 
 def deactivate(token: Any) -> None:

@@ -127,8 +127,7 @@ class Operation:
                 caller = info["caller"]
                 if caller is not None:
                     scope[CALLER] = caller
-                    if not caller.subscriptions:
-                        events.quiet(caller.account_id)
+                    events.known(caller)
                     if caller.scopes is not None:
                         self._check_scope(caller)
                     if caller.api_restriction and self.restrictable:
