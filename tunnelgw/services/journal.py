@@ -140,9 +140,10 @@ def _without_private_keys(value: Any) -> Any:
 
 
 class Journal:
-    """The batch writer of one database in this process. `record` returns once the entry is
-    committed (or, should the write fail, logged as lost: a request is never failed for its
-    journal entry). An account keeps its newest `keep` entries (`BOUND`)."""
+    """The batch writer of one database in this process. `record` queues an entry and gives
+    the future its request awaits: done once the entry is committed (or, should the write fail,
+    logged as lost: a request is never failed for its journal entry). An account keeps its
+    newest `keep` entries (`BOUND`)."""
 
     def __init__(self, database: Database, keep: int) -> None:
         self.database = database
@@ -151,7 +152,10 @@ class Journal:
         self._waiters: list[asyncio.Future[None]] = []
         self._task: asyncio.Task[None] | None = None
 
-    async def record(self, values: tuple[Any, ...]) -> None:
+    def record(self, values: tuple[Any, ...]) -> asyncio.Future[None]:
+        """Queue the entry of the columns `COLUMNS`; the future is done once it is written.
+        A plain function, not a coroutine: the request awaits the future itself, one level
+        less to suspend and resume. Cancelling the future (the request was) drops nothing."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         self._pending.append(values)
@@ -160,7 +164,7 @@ class Journal:
             # A context of its own: the request's (its database connection above all) ends
             # with the request, and the writer outlives it.
             self._task = loop.create_task(self._run(), context=contextvars.Context())
-        await asyncio.shield(done)
+        return done
 
     async def _run(self) -> None:
         while self._pending:

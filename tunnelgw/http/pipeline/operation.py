@@ -96,12 +96,16 @@ class Operation:
             return
         started = time.perf_counter()
         arrived = datetime.now(UTC)
+        failure: Exception | None = None
         try:
             result = await self._handle(scope, receive)
         except Exception as exc:
-            await self._record(scope, arrived, started, rendering.to_api_error(exc))
-            raise
-        await self._record(scope, arrived, started, result)
+            failure, result = exc, rendering.to_api_error(exc)
+        entry = self._entry(scope, arrived, started, result)
+        if entry is not None:  # committed before the answer is sent
+            await journal.journal(db.current(), self.journal_keep).record(entry)
+        if failure is not None:
+            raise failure
         await self._respond(result, send)
 
     async def _handle(self, scope: Scope, receive: Receive) -> Any:
@@ -193,19 +197,21 @@ class Operation:
                 scope["path"],
             )
 
-    async def _record(self, scope: Scope, arrived: datetime, started: float, outcome: Any) -> None:
-        """The request's journal entry, committed before its answer is sent; nothing for a
-        request no credential identified (no account to file it under)."""
+    def _entry(
+        self, scope: Scope, arrived: datetime, started: float, outcome: Any
+    ) -> tuple[Any, ...] | None:
+        """The request's journal entry (the values of `journal.COLUMNS`); None for a request
+        no credential identified (no account to file it under)."""
         caller: auth.Caller | None = scope.get(CALLER)
         if caller is None:
-            return
+            return None
         if isinstance(outcome, ApiError):
             status, error_code = outcome.code.status, outcome.code.error_code
         else:
             status, error_code = _status_of(outcome), None
         raw: bytes = scope.get(RAW_BODY, b"")
         offset = timefmt.clock_offset.get()
-        values = (
+        return (
             caller.account_id,
             arrived + offset if offset else arrived,
             operation_id(scope),
@@ -223,7 +229,6 @@ class Operation:
             len(raw),
             journal.body_of(raw, self.secrets),
         )
-        await journal.journal(db.current(), self.journal_keep).record(values)
 
     def _row(self, path: dict[str, Any] | ApiError) -> tuple[str, str] | None:
         """(collection, id) of the resource this GET reads, for the credential check to read
