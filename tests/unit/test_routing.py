@@ -73,3 +73,17 @@ def test_head_of_a_get_operation_and_a_wrong_method(app):
         response = client.put("/healthz")
         assert response.status_code == 405
         assert response.json()["status_code"] == 405
+
+
+def test_the_pipeline_builds_an_operation_at_its_first_request(app):
+    from tunnelgw.http.pipeline.operation import OperationMiddleware
+
+    with TestClient(app) as client:
+        stack = app.middleware.middleware_stack
+        (api,) = next(m for m in stack if isinstance(m, OperationMiddleware)).apis[""]
+        assert len(api.operations) == 0
+        assert len(api.operations.pending) > 150
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/healthz").status_code == 200
+        assert list(api.operations) == ["tunnelgw.handlers.health.get"]
+        assert "tunnelgw.handlers.health.get" not in api.operations.pending

@@ -79,12 +79,7 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
         }
         if any(PATH_PARAMETER_CONVERTERS.get(kind) for kind in types.values()):
             return  # a typed parameter: left to Connexion's router and its convertors
-        operation_id = resolver.resolve_operation_id(
-            SimpleNamespace(
-                operation_id=operation.get("operationId"),
-                router_controller=operation.get("x-openapi-router-controller"),
-            )
-        )
+        operation_id = resolved_id(resolver, operation)
         segments = starlettify_path(path, types).split("/")
         literals, params = [], []
         for position, segment in enumerate(segments):
@@ -126,6 +121,18 @@ class RoutingMiddleware(routing.RoutingMiddleware):  # type: ignore[misc]
             {"api_base_path": "", "operation_id": entry.operation_id}
         )
         await self.app(scope, receive, send)
+
+
+def resolved_id(resolver: Any, operation: dict[str, Any]) -> str:
+    """The id Connexion's `resolver` gives the spec operation `operation` (its operationId
+    under the handlers' package): what routing names and the pipeline serves."""
+    found: str = resolver.resolve_operation_id(
+        SimpleNamespace(
+            operation_id=operation.get("operationId"),
+            router_controller=operation.get("x-openapi-router-controller"),
+        )
+    )
+    return found
 
 
 def _path_type(schema: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tunnelgw.core import scopes, timefmt
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.http import metrics, rendering
+from tunnelgw.http import metrics, rendering, routing
 from tunnelgw.http.middleware import operation_id
 from tunnelgw.http.pipeline import bodies, parameters, security
 from tunnelgw.http.pipeline.bodies import JSON, Body
@@ -292,8 +292,42 @@ class OperationAPI(RoutedAPI[Operation]):  # type: ignore[misc]
         }
         self.add_paths()
 
+    def add_paths(self) -> None:
+        self.operations = _Built(super().add_operation)
+        super().add_paths()
+
+    def add_operation(self, path: str, method: str) -> None:
+        """Note the operation; it is built at its first request (`_Built`)."""
+        operation = self.specification.get_operation(path, method)
+        self.operations.pending[routing.resolved_id(self.resolver, operation)] = (path, method)
+
     def make_operation(self, operation: AbstractOperation) -> Operation:
         return Operation(operation, **self._options)  # type: ignore[arg-type]
+
+
+class _Built(dict[str, Operation]):
+    """An API's operations by id, each built when first asked for (`operations[id]`, as
+    Connexion's `RoutedMiddleware` looks them up): its Connexion operation (parameters,
+    security, the handler resolved and its module imported) and our pipeline of it
+    (validators made, themselves compiled at first use). Building all 172 took ~25 ms of
+    every start, for the few operations most processes serve. `build_all` builds the rest
+    (the test that compiles every validator)."""
+
+    def __init__(self, build: Any) -> None:
+        super().__init__()
+        self.pending: dict[str, tuple[str, str]] = {}  # id -> (path, method)
+        self._build = build  # RoutedAPI.add_operation: builds and stores one
+
+    def __missing__(self, name: str) -> Operation:
+        where = self.pending.pop(name, None)
+        if where is None:
+            raise KeyError(name)
+        self._build(*where)
+        return self[name]
+
+    def build_all(self) -> None:
+        for name in list(self.pending):
+            self[name]
 
 
 class OperationMiddleware(RoutedMiddleware[OperationAPI]):  # type: ignore[misc]
