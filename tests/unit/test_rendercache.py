@@ -19,35 +19,38 @@ def _key(n: int) -> tuple[Any, tuple[Any, ...]]:
     return ("scope", (f"id_{n:04d}", "account", n))
 
 
-def test_the_cap_holds_and_the_least_recently_used_go_first():
+def test_the_cap_holds_and_the_oldest_generation_goes_first():
     data = b'{"id":"x"}' * 10
     one = weight(_key(0)[1], data)
-    cache = RenderCache(max_bytes=one * 5)
-    for n in range(5):
-        cache.store(_key(n), data)
-    assert len(cache) == 5
-    assert cache.entries.get(_key(0)) is not None
-    cache.entries.move_to_end(_key(0))  # what a hit does
-    for n in range(5, 50):
+    cache = RenderCache(max_bytes=one * 6)  # generations of 3 entries
+    for n in range(50):
         cache.store(_key(n), data)
         assert cache.size <= cache.max_bytes
-    assert len(cache) == 5
-    assert set(cache.entries) == {_key(n) for n in range(45, 50)}
-    cache.store(_key(50), data)  # evicts the oldest, 45
-    assert _key(45) not in cache.entries
+        assert len(cache) <= 6
+    # The newest generation (48, 49) and the one before it (45, 46, 47) are kept.
+    assert {n for n in range(50) if _key(n) in cache} == {45, 46, 47, 48, 49}
+    assert cache.get(_key(44)) is None
+    cache.store(_key(50), data)  # fills the new generation
+    assert {n for n in range(51) if _key(n) in cache} == {45, 46, 47, 48, 49, 50}
+    cache.store(_key(51), data)  # it is full: it becomes the old one, and 45-47 go
+    assert {n for n in range(52) if _key(n) in cache} == {48, 49, 50, 51}
     cache.clear()
     assert (len(cache), cache.size) == (0, 0)
 
 
 def test_a_hit_keeps_an_entry_alive():
     data = b"[1]"
-    cache = RenderCache(max_bytes=weight(_key(0)[1], data) * 3)
-    for n in range(3):
+    cache = RenderCache(max_bytes=weight(_key(0)[1], data) * 4)  # generations of 2 entries
+    for n in range(4):
         cache.store(_key(n), data)
-    cache.entries.move_to_end(_key(0))
-    cache.store(_key(3), data)
-    assert _key(0) in cache.entries
-    assert _key(1) not in cache.entries
+    # 0 and 1 are the old generation, 2 and 3 the new (full) one: a hit on 0 moves it into
+    # a new generation, and 1, never read, goes with the oldest.
+    assert cache.get(_key(0)) is not None
+    cache.store(_key(4), data)
+    cache.store(_key(5), data)  # 0 is still kept, a generation later
+    assert _key(0) in cache
+    assert _key(1) not in cache
+    assert cache.size <= cache.max_bytes
 
 
 def test_an_item_over_the_item_bound_is_served_but_not_kept():
