@@ -116,11 +116,11 @@ def begin_immediate(raw: sqlite3.Connection) -> None:
         ) from exc
 
 
-def conflict_or(exc: BaseException) -> BaseException:
-    """ApiError(409 ERR_CONFLICT) for a constraint violation, else `exc` itself."""
+def raise_if_conflict(exc: BaseException) -> None:
+    """Raise ApiError(409 ERR_CONFLICT) from `exc` when it is a constraint violation."""
     if _is_integrity_error(exc):
-        return ApiError(Code.CONFLICT, "The request conflicts with a concurrent change; retry it.")
-    return exc
+        message = "The request conflicts with a concurrent change; retry it."
+        raise ApiError(Code.CONFLICT, message) from exc
 
 
 def _is_integrity_error(exc: BaseException) -> bool:

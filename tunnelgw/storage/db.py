@@ -40,9 +40,9 @@ from tunnelgw.storage.connections import (
     PgConnection,
     SqliteConnection,
     configure_pg,
-    conflict_or,
     keep_session,
     private_sqlite_file,
+    raise_if_conflict,
 )
 from tunnelgw.storage.group_commit import GroupCommit, Member
 from tunnelgw.storage.unit import Unit
@@ -251,15 +251,11 @@ class _WriteScope:
                     await self._conn.run("COMMIT", ())
                 except BaseException as failure:
                     await self._rollback()
-                    conflict = conflict_or(failure)
-                    if conflict is failure:
-                        raise
-                    raise conflict from failure
+                    raise_if_conflict(failure)
+                    raise
             else:
                 await self._rollback()
-                conflict = conflict_or(exc)
-                if conflict is not exc:
-                    raise conflict from exc
+                raise_if_conflict(exc)
         finally:
             if self._lease is not None:
                 await self._lease.__aexit__(None, None, None)

@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from tunnelgw.storage.connections import SqliteConnection, begin_immediate, conflict_or
+from tunnelgw.storage.connections import SqliteConnection, begin_immediate, raise_if_conflict
 from tunnelgw.storage.unit import Unit
 
 _SAVEPOINT = "SAVEPOINT unit"
@@ -102,18 +102,14 @@ class GroupCommit:
                         raw.execute(_RELEASE)
                 except BaseException as failure:
                     self._undo(member, failure)
-                    conflict = conflict_or(failure)
-                    if conflict is failure:
-                        raise
-                    raise conflict from failure
+                    raise_if_conflict(failure)
+                    raise
                 if member.savepoint:  # the transaction's first unit commits it
                     waiter = asyncio.get_running_loop().create_future()
                     transaction.waiters.append(waiter)
             else:
                 self._undo(member, exc)
-                conflict = conflict_or(exc)
-                if conflict is not exc:
-                    raise conflict from exc
+                raise_if_conflict(exc)
         finally:
             if self._due:  # the turn ended while this unit was open
                 self._commit()
@@ -131,10 +127,8 @@ class GroupCommit:
                 await due
         if transaction.error is not None:
             error = transaction.error
-            conflict = conflict_or(error)
-            if conflict is error:
-                raise RuntimeError(f"the database did not commit: {error}") from error
-            raise conflict from error
+            raise_if_conflict(error)
+            raise RuntimeError(f"the database did not commit: {error}") from error
 
     def _end(self, transaction: Transaction) -> asyncio.Future[None] | None:
         """Commit `transaction` unless it ended already (failed); when a unit is open in it,
@@ -149,9 +143,14 @@ class GroupCommit:
         transaction.waiters.append(waiter)
         return waiter
 
+    def _close(self) -> Transaction | None:
+        """The open transaction, no longer open (its units are told by its `end`)."""
+        transaction, self._open, self._due = self._open, None, False
+        return transaction
+
     def _commit(self) -> None:
         """Commit the open transaction and tell its units (no unit is open in it)."""
-        transaction, self._open, self._due = self._open, None, False
+        transaction = self._close()
         if transaction is None:
             return
         connection = self._current()
@@ -177,7 +176,7 @@ class GroupCommit:
                 raw.execute(_ROLLBACK_TO)
                 raw.execute(_RELEASE)
                 return
-        transaction, self._open, self._due = self._open, None, False
+        transaction = self._close()
         if transaction is not None:
             transaction.end(error)
         with contextlib.suppress(Exception):
