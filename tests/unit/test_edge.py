@@ -32,6 +32,7 @@ class Transport(asyncio.Transport):
     def __init__(self) -> None:
         super().__init__()
         self.written = b""
+        self.writes: list[bytes] = []  # each write as made
         self.closed = False
         self.eof = False  # half-closed: the answer is complete, the client may still send
 
@@ -51,6 +52,7 @@ class Transport(asyncio.Transport):
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.written += bytes(data)
+        self.writes.append(bytes(data))
 
     def close(self) -> None:
         self.closed = True
@@ -347,3 +349,85 @@ def test_a_body_that_arrived_whole_is_marked_for_the_app():
 
     run(scenario, app=marking_app)
     assert seen == [True, False]
+
+
+def test_a_response_goes_out_in_one_write():
+    """The head is held for the body's first bytes (`edge.OneWrite`): one system call, one
+    segment, per response; a streamed body's later parts follow as they come."""
+
+    async def streaming_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await send({"type": "http.response.body", "body": b"two"})
+
+    async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n")
+        await asyncio.sleep(0.05)
+        assert len(transport.writes) == 1
+        assert transport.writes[0].startswith(b"HTTP/1.1 200")
+        assert transport.writes[0].endswith(b"\r\n\r\n0")  # the head and the body
+
+    run(scenario)
+
+    async def streamed(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(b"GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        await asyncio.sleep(0.05)
+        first, *rest = transport.writes
+        assert first.startswith(b"HTTP/1.1 200")
+        assert first.endswith(b"\r\n\r\n3\r\none\r\n")
+        assert rest == [b"3\r\ntwo\r\n0\r\n\r\n"]
+
+    run(streamed, app=streaming_app)
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_response_without_a_body_is_written_whole(method):
+    """A 204 (its body is empty) and the answer to a HEAD (no body message writes): the
+    head is not left held."""
+
+    async def empty_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(f"{method} /a HTTP/1.1\r\nHost: a\r\n\r\n".encode())
+        await asyncio.sleep(0.05)
+        assert len(transport.writes) == 1
+        assert transport.writes[0].startswith(b"HTTP/1.1 204")
+        assert transport.writes[0].endswith(b"\r\n\r\n")
+        assert not transport.closed
+
+    run(scenario, app=empty_app)
+
+
+def test_a_head_held_when_the_app_fails_is_written_before_the_close():
+    """uvicorn closes the connection when the app raises after starting its response: what
+    was held goes out first, as it did when the head was written at once."""
+
+    async def failing_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("the app failed mid-response")
+
+    async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n")
+        await asyncio.sleep(0.05)
+        assert transport.closed
+        assert transport.written.startswith(b"HTTP/1.1 200")
+
+    run(scenario, app=failing_app)
+
+
+def test_100_continue_is_written_before_the_response():
+    async def scenario(protocol: EdgeProtocol, transport: Transport) -> None:
+        protocol.data_received(
+            b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"
+        )
+        await asyncio.sleep(0.05)
+        assert transport.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+        protocol.data_received(b"1234")
+        await asyncio.sleep(0.05)
+        assert len(transport.writes) == 2
+        assert transport.writes[1].startswith(b"HTTP/1.1 200")
+        assert transport.writes[1].endswith(b"4")
+
+    run(scenario)

@@ -13,6 +13,7 @@ uvicorn has no setting for, and the Error body for every request it refuses itse
 - After such an answer the connection half-closes and what the client still sends is read and
   dropped for `LINGER_SECONDS`, so a client still sending (a large head) reads the answer
   rather than a reset.
+- A response's head goes out with its body's first bytes, in one write (`OneWrite`).
 Keep-alive idle time is uvicorn's own `timeout_keep_alive`. Imports stay light: uvicorn loads
 this module in each worker before the app (`tunnelgw.worker`).
 """
@@ -118,6 +119,8 @@ class EdgeProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if cycle.scope["method"] != "HEAD":  # a HEAD response is its head alone
+            cycle.transport = OneWrite(cycle)
         # Past `limit_concurrency` uvicorn picks its plain-text 503; ours is the Error body.
         super()._start_asgi_task(cycle, _over_capacity if app is service_unavailable else app)
 
@@ -180,6 +183,42 @@ class EdgeProtocol(HttpToolsProtocol):
         if self.transport.can_write_eof():  # TCP; not TLS
             self.transport.write_eof()
         self._timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+
+
+class OneWrite:
+    """The connection's transport as one response's cycle writes to it: the response's head
+    (status line and headers, uvicorn's first write once the response has started) is held
+    and goes out with the body's first bytes in one write. uvicorn writes them apart: two
+    system calls and, with TCP_NODELAY, two segments the client reads apart, for every
+    response. Any other use of the transport (close, is_closing, ...) writes what is held
+    first, so nothing is held past the cycle's last write."""
+
+    __slots__ = ("cycle", "held", "transport")
+
+    def __init__(self, cycle: Any) -> None:
+        self.cycle = cycle
+        self.transport = cycle.transport
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is not None:  # the body's first bytes: out with the head
+            self.flush(data)
+        elif self.cycle.response_started:  # the head: held for the body
+            self.held = data
+        else:  # before the response (`100 Continue`)
+            self.transport.write(data)
+
+    def flush(self, data: bytes = b"") -> None:
+        """Write what is held (with `data`), and hand the cycle the transport itself."""
+        held = self.held
+        if held is not None:
+            self.held = None
+            self.cycle.transport = self.transport
+            self.transport.write(held + data)
+
+    def __getattr__(self, name: str) -> Any:
+        self.flush()
+        return getattr(self.transport, name)
 
 
 def _response(error: ApiError, op_id: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
