@@ -223,10 +223,18 @@ async def _cached_page(
     table = records.table_sql(model, unit.dialect)
     more = len(rows) > limit
     rows = rows[:limit]
-    last_id = rows[-1][table.spec.attrs.index("id")] if more else None
+    id_at = table.spec.attrs.index("id")
+    last_id = rows[-1][id_at] if more else None
     uri, next_uri = paging.links(path or model.PATH, limit, last_id)
     return rendercache.Page(
-        model, key, rows, table.load, base=urls.base(), uri=uri, next_page_uri=next_uri
+        model,
+        key,
+        rows,
+        table.load,
+        id_at=id_at,
+        base=urls.base(),
+        uri=uri,
+        next_page_uri=next_uri,
     )
 
 
