@@ -334,9 +334,8 @@ def _serve(args: argparse.Namespace) -> int:
         http=functools.partial(edge.EdgeProtocol, limits=limits),  # type: ignore[arg-type]
         limit_concurrency=settings.max_connections,
         access_log=False,  # tunnelgw.access writes one line per request instead
-        # The API has no WebSocket endpoint: uvicorn's default ("auto") imports the websockets
-        # package into every worker (~2.4 MiB); an upgrade request is answered as plain HTTP.
-        ws="none",
+        proxy_headers=False,  # X-Forwarded-*: `trusted_proxies` decides, not uvicorn
+        ws="none",  # no WebSocket endpoint: "auto" imports websockets (~2.4 MiB) per worker
         log_level=settings.log_level,
         log_config=log_config(settings.log_level, json_logs=settings.json_logs),
         timeout_graceful_shutdown=30,

@@ -165,3 +165,23 @@ def test_behind_a_trusted_proxy_the_forwarded_address_counts(spec_validator):
         assert spoofed.json()["details"]["address"] == "6.6.6.6"
         for response in (refused, allowed, spoofed):
             spec_validator.check(response)
+
+
+def test_without_trusted_proxies_a_forwarded_header_changes_nothing(spec_validator):
+    """A live server with the default settings (no trusted proxies): the client address is
+    the peer's, whatever `X-Forwarded-For` says, even from 127.0.0.1 (uvicorn's own proxy
+    handling, which trusts 127.0.0.1 by default, is off: `trusted_proxies` alone decides)."""
+    from tunnelgw.testing import TunnelgwServer
+
+    with TunnelgwServer() as server, server.client() as http:
+        policy = http.post(POLICIES, json={}).json()["id"]
+        rule = {"ip_policy_id": policy, "cidr": "198.51.100.0/24", "action": "allow"}
+        assert http.post(RULES, json=rule).status_code == 201
+        body = {"type": "api", "enforced": True, "ip_policy_ids": [policy]}
+        assert http.post(PATH, json=body).status_code == 201
+        headers = {"X-Forwarded-For": "198.51.100.7", "X-Forwarded-Proto": "https"}
+        spoofed = http.get(PATH, headers=headers)
+        assert spoofed.status_code == 403
+        assert spoofed.json()["error_code"] == "ERR_IP_RESTRICTED"
+        assert spoofed.json()["details"]["address"] == "127.0.0.1"
+        spec_validator.check(spoofed)
