@@ -86,10 +86,7 @@ class RenderCache:
 
     def kept(self, scope: Scope, row_id: str, row: tuple[Any, ...]) -> bool:
         """Whether the rendering of `row` is kept (in either generation)."""
-        return any(
-            (entry := generation.get(scope, _NONE).get(row_id)) is not None and entry[2] == row
-            for generation in (self.new, self.old)
-        )
+        return any(_found(gen, scope, row_id, row) is not None for gen in (self.new, self.old))
 
     @property
     def size(self) -> int:
@@ -97,14 +94,13 @@ class RenderCache:
 
     def get(self, scope: Scope, row_id: str, row: tuple[Any, ...]) -> orjson.Fragment | None:
         """The JSON kept for `row` (an entry of the old generation moves to the new)."""
-        entry = self.new.get(scope, _NONE).get(row_id)
-        if entry is not None and entry[2] == row:
+        entry = _found(self.new, scope, row_id, row)
+        if entry is not None:
             return entry[0]
-        old = self.old.get(scope, _NONE)
-        entry = old.get(row_id)
-        if entry is None or entry[2] != row:
+        entry = _found(self.old, scope, row_id, row)
+        if entry is None:
             return None
-        del old[row_id]
+        del self.old[scope][row_id]
         self.old_size -= entry[1]
         self._add(scope, row_id, entry)
         return entry[0]
@@ -137,6 +133,15 @@ class RenderCache:
     def clear(self) -> None:
         self.new, self.old = {}, {}
         self.new_size = self.old_size = 0
+
+
+def _found(
+    generation: dict[Scope, dict[str, Entry]], scope: Scope, row_id: str, row: tuple[Any, ...]
+) -> Entry | None:
+    """The entry of `row` in `generation`; None unless it was rendered from that very row
+    (`Page.items` makes the same check inline for the new generation, once per row)."""
+    entry = generation.get(scope, _NONE).get(row_id)
+    return entry if entry is not None and entry[2] == row else None
 
 
 def weight(row: tuple[Any, ...], data: bytes) -> int:
@@ -209,7 +214,7 @@ class Page:
         for row in self.rows:
             row_id = row[id_at]
             entry = kept.get(row_id)
-            if entry is not None and entry[2] == row:
+            if entry is not None and entry[2] == row:  # `_found`, inline: the hot path
                 append(entry[0])
                 continue
             fragment = cache.get(prefix, row_id, row)
