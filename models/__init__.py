@@ -17,8 +17,8 @@ from tunnelgw.models.edge import Edge
 from tunnelgw.models.edge_route import EdgeRoute
 from tunnelgw.models.endpoint import Endpoint
 from tunnelgw.models.endpoint_configuration import EndpointConfiguration
-from tunnelgw.models.event_delivery import EventDelivery
 from tunnelgw.models.event_destination import EventDestination
+from tunnelgw.models.event_record import EventRecord
 from tunnelgw.models.event_source import EventSource
 from tunnelgw.models.event_subscription import EventSubscription, EventSubscriptionDestination
 from tunnelgw.models.fault_rule import FaultRule
@@ -63,8 +63,8 @@ __all__ = [
     "EdgeRoute",
     "Endpoint",
     "EndpointConfiguration",
-    "EventDelivery",
     "EventDestination",
+    "EventRecord",
     "EventSource",
     "EventSubscription",
     "EventSubscriptionDestination",

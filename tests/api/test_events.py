@@ -17,7 +17,7 @@ from sqlmodel import col
 
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
-from tunnelgw.models import EventDelivery
+from tunnelgw.models import EventRecord
 from tunnelgw.storage.db import Database
 from tunnelgw.testing import TunnelgwServer
 
@@ -282,9 +282,9 @@ def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
 
     async def stored() -> int:
         async with db.read() as unit:
-            mine = col(EventDelivery.account_id) == admin.creds.account_id
+            mine = col(EventRecord.account_id) == admin.creds.account_id
             return int(
-                (await unit.exec(select(func.count()).select_from(EventDelivery).where(mine))).one()
+                (await unit.exec(select(func.count()).select_from(EventRecord).where(mine))).one()
             )
 
     made = [admin.post(KEYS, json={}).json()["id"] for _ in range(21)]
@@ -296,12 +296,51 @@ def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
     assert factory._run(stored) == 20
 
 
+@pytest.mark.inprocess  # sets the serving app's settings
+def test_the_bound_counts_deliveries_and_may_keep_part_of_an_event(admin, settings, monkeypatch):
+    """An event is stored once with its deliveries; the bound is on deliveries, so the
+    oldest kept event may show only its newest."""
+    dests = [destination(admin) for _ in range(3)]
+    subscribe(admin, ["api_key_created.v0"], dests)
+    monkeypatch.setattr(settings, "event_deliveries_max", 4)
+    first, second = (admin.post(KEYS, json={}).json()["id"] for _ in range(2))
+    kept = events(admin)
+    assert [item["event"]["object"]["id"] for item in kept] == [first, *[second] * 3]
+    assert [item["destination_id"] for item in kept] == [dests[2], *dests]
+    assert [item["id"] for item in kept] == sorted(item["id"] for item in kept)
+    assert count(admin) == 4
+    assert count(admin, destination_id=dests[0]) == 1  # the first event's is past the bound
+    assert count(admin, destination_id=dests[2]) == 2
+    assert [item["destination_id"] for item in events(admin, limit=2)] == dests[2:] + dests[:1]
+    assert count(admin, type="api_key_created.v0") == 4
+    assert count(admin, type="api_key_deleted.v0") == 0
+
+
+@pytest.mark.inprocess  # sets the serving app's settings, reads in small chunks
+def test_filtered_reads_go_past_a_chunk_of_events(admin, settings, monkeypatch):
+    from tunnelgw.services import events as service
+
+    monkeypatch.setattr(service, "_CHUNK", 2)
+    dest, other_dest = destination(admin), destination(admin)
+    subscribe(admin, ["api_key_created.v0"], [dest])
+    subscribe(admin, ["api_key_deleted.v0"], [other_dest])
+    made = []
+    for _ in range(3):
+        made.append(admin.post(KEYS, json={}).json()["id"])
+        assert admin.delete(f"{KEYS}/{made[-1]}").status_code == 204
+    mine = events(admin, destination_id=dest)
+    assert [item["event"]["object"]["id"] for item in mine] == made
+    assert count(admin, destination_id=other_dest) == 3
+    assert len(events(admin, destination_id=dest, limit=2)) == 2
+    assert count(admin) == 6
+
+
 def test_reset_clears_the_deliveries(admin, other):
     for client in (admin, other):
         subscribe(client, ["api_key_created.v0"], [destination(client)])
         client.post(KEYS, json={})
     answer = admin.post("/_admin/reset").json()
-    assert answer["deleted"]["event_delivery"] == 1
+    assert answer["deleted"]["event_record"] == 1
     assert events(admin) == []
     assert count(other) == 1
 
@@ -571,13 +610,13 @@ def test_kill_9_after_a_2xx_keeps_the_event(tmp_path):
         database = Database(url)
         try:
             async with database.read() as unit:
-                return await unit.select(EventDelivery, '"account_id" = ' + unit.mark, [account])
+                return await unit.select(EventRecord, '"account_id" = ' + unit.mark, [account])
         finally:
             await database.dispose()
 
     [row] = asyncio.run(stored())
     assert row.event["object"]["id"] == made.json()["id"]
-    assert row.destination_id == dest
+    assert [row.delivery_api(item)["destination_id"] for item in row.deliveries] == [dest]
 
 
 def test_a_source_removed_is_its_subscriptions_update(admin):

@@ -1,5 +1,6 @@
 """Per-account bounds of append-only records (the request journal, event deliveries): an
-account keeps its newest `keep` rows, in the order of one column of the table.
+account keeps its newest `keep` rows, in the order of one column of the table, or with
+`WeightedBound` its newest `keep` items of rows that hold several (an event's deliveries).
 
 Rows past the bound are not deleted as each is written: a process deletes an account's
 oldest once it has written `slack` more of them (a tenth of `keep`, at least 1) since it last
@@ -71,3 +72,47 @@ class Bound:
         there), or None when it has no more than `keep`."""
         found = await unit.exec(self._nth_newest, {"account": account_id, "offset": keep - 1})
         return found.first()
+
+
+class WeightedBound(Bound):
+    """The bound of a table whose rows each hold `weight` (a column) items: an account keeps
+    its newest `keep` items. The row that holds the `keep`-th newest item is kept whole, and
+    reads skip its items past the bound (`floor`'s excess)."""
+
+    def __init__(self, model: type[Any], account: Any, order: Any, weight: Any) -> None:
+        super().__init__(model, account, order)
+        # The account's newest rows, newest first, with their weights: at most `keep` of them
+        # hold its newest `keep` items (a row holds one at least). Summed here, not by a window
+        # function in SQL, which totals all the account's rows first (~8 times the cost).
+        self._newest = Query(
+            select(order, weight)
+            .where(account == bindparam("account"))
+            .order_by(order.desc())
+            .limit(bindparam("keep"))
+        )
+        self._trim_before = Query(
+            delete(model).where(account == bindparam("account")).where(order < bindparam("first"))
+        )
+
+    async def _trim_past(self, unit: Unit, account_id: str, keep: int) -> None:
+        """Delete the account's rows all of whose items are older than its newest `keep`."""
+        found = await self.floor_and_excess(unit, account_id, keep)
+        if found is not None:
+            await unit.exec(self._trim_before, {"account": account_id, "first": found[0]})
+
+    async def floor(self, unit: Unit, account_id: str, keep: int) -> Any:
+        found = await self.floor_and_excess(unit, account_id, keep)
+        return found[0] if found is not None else None
+
+    async def floor_and_excess(
+        self, unit: Unit, account_id: str, keep: int
+    ) -> tuple[Any, int] | None:
+        """The `order` of the row that holds the account's `keep`-th newest item, and how
+        many of that row's items (its oldest) are past the bound; None when the account has
+        fewer than `keep` items."""
+        total = 0
+        for first, weight in await unit.exec(self._newest, {"account": account_id, "keep": keep}):
+            total += weight
+            if total >= keep:
+                return first, total - keep
+        return None

@@ -1,12 +1,13 @@
 """Events that fire: each create, update and delete of a kind in the event type catalog, made
 by a write unit of a request, becomes an event (`ev_`, the platform's envelope) for each of
-the account's subscriptions with that type as a source, recorded per destination
-(`event_delivery`) in the change's own transaction, through the units' change observer."""
+the account's subscriptions with that type as a source, recorded once with a delivery per
+destination (`event_record`) in the change's own transaction, through the units' change
+observer."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
 
@@ -16,7 +17,7 @@ from sqlmodel import SQLModel, col
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.models import (
     Edge,
-    EventDelivery,
+    EventRecord,
     EventSource,
     EventSubscription,
     EventSubscriptionDestination,
@@ -26,14 +27,14 @@ from tunnelgw.models import (
     Tunnel,
     TunnelGroupBackend,
 )
-from tunnelgw.models.event_delivery import DELIVERED, FAILED
+from tunnelgw.models.event_record import DELIVERED, DESTINATION, FAILED, SUBSCRIPTION, Delivery
 from tunnelgw.models.event_source import of_subscription
 from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
 from tunnelgw.services import edges, faults
 from tunnelgw.services.auth import Caller
-from tunnelgw.services.bounds import Bound
+from tunnelgw.services.bounds import WeightedBound
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
@@ -123,21 +124,23 @@ _ROUTES = Query(
     .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
 )
 
-# The columns of a delivery's row, in the order `_fire` writes them.
+# The columns of an event's row, in the order `_fire` writes them.
 COLUMNS = (
     "id",
     "account_id",
     "created_at",
-    "event_id",
     "event_type",
-    "subscription_id",
-    "destination_id",
     "event",
-    "outcome",
-    "error",
+    "deliveries",
+    "delivery_count",
 )
 # An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
-DELIVERIES = Bound(EventDelivery, col(EventDelivery.account_id), col(EventDelivery.id))
+DELIVERIES = WeightedBound(
+    EventRecord,
+    col(EventRecord.account_id),
+    col(EventRecord.id),
+    col(EventRecord.delivery_count),
+)
 
 
 class _Change:
@@ -248,8 +251,9 @@ async def _routes(unit: Unit, account_id: str) -> dict[str, list[tuple[str, str]
 
 
 async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: bool) -> None:
-    """Record the events of one account's changes for its subscriptions' destinations (a
-    fault rule may fail a delivery; `rules`: whether the account may have any)."""
+    """Record the events of one account's changes, each once with its deliveries to its
+    subscriptions' destinations (a fault rule may fail a delivery; `rules`: whether the
+    account may have any)."""
     routes = await _routes(unit, account_id)
     if not routes:
         return
@@ -257,6 +261,7 @@ async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: boo
     timestamp = timefmt.rfc3339(now)
     failing: list[FaultRule] | None = None if rules else []
     rows: list[tuple[Any, ...]] = []
+    delivered = 0
     for change in found:
         type_ = f"{change.kind}_{change.action}.v0"
         targets = routes.get(type_)
@@ -264,7 +269,6 @@ async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: boo
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
         event_id = ids.new_id(EVENT_PREFIX)
-        # One object for every destination's row: encoded once (`Unit.insert_many`).
         event = {
             "event_id": event_id,
             "event_type": type_,
@@ -273,31 +277,21 @@ async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: boo
         }
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
-        delivery_ids = ids.new_ids(EventDelivery.PREFIX, len(targets))
+        delivery_ids = ids.new_ids(EventRecord.DELIVERY_PREFIX, len(targets))
+        deliveries: list[Delivery] = []
         for delivery_id, (subscription_id, destination_id) in zip(
             delivery_ids, targets, strict=True
         ):
             # Sent (nothing leaves the machine): a fault rule may fail it.
             error = await faults.fail_delivery(unit, failing, destination_id) if failing else None
             outcome = DELIVERED if error is None else FAILED
-            rows.append(
-                (
-                    delivery_id,
-                    account_id,
-                    now,
-                    event_id,
-                    type_,
-                    subscription_id,
-                    destination_id,
-                    event,
-                    outcome,
-                    error,
-                )
-            )
+            deliveries.append([delivery_id, subscription_id, destination_id, outcome, error])
+        rows.append((event_id, account_id, now, type_, event, deliveries, len(deliveries)))
+        delivered += len(deliveries)
     if rows:
-        await unit.insert_many(EventDelivery, COLUMNS, rows)
+        await unit.insert_many(EventRecord, COLUMNS, rows)
         keep = settings.current().event_deliveries_max
-        await DELIVERIES.wrote(unit, db.current(), account_id, len(rows), keep)
+        await DELIVERIES.wrote(unit, db.current(), account_id, delivered, keep)
 
 
 OBSERVER = EventObserver()
@@ -320,41 +314,82 @@ class Filters:
         self.subscription_id = subscription_id
         self.since = since
 
-    async def where(self, unit: Unit, statement: Any, account_id: str) -> Any:
-        """`statement` over the deliveries that match among the account's newest
-        `event_deliveries_max`."""
-        keep = settings.current().event_deliveries_max
-        start = await DELIVERIES.floor(unit, account_id, keep)
-        statement = statement.where(col(EventDelivery.account_id) == account_id)
+    def where(self, statement: Any, account_id: str, start: Any) -> Any:
+        """`statement` over the account's events from id `start` on (None: all) that match
+        the event's filters (type, since)."""
+        statement = statement.where(col(EventRecord.account_id) == account_id)
         if start is not None:
-            statement = statement.where(col(EventDelivery.id) >= start)
+            statement = statement.where(col(EventRecord.id) >= start)
         if self.type is not None:
-            statement = statement.where(col(EventDelivery.event_type) == self.type)
-        if self.destination_id is not None:
-            statement = statement.where(col(EventDelivery.destination_id) == self.destination_id)
-        if self.subscription_id is not None:
-            statement = statement.where(col(EventDelivery.subscription_id) == self.subscription_id)
+            statement = statement.where(col(EventRecord.event_type) == self.type)
         if self.since is not None:
-            statement = statement.where(col(EventDelivery.created_at) >= self.since)
+            statement = statement.where(col(EventRecord.created_at) >= self.since)
         return statement
+
+    @property
+    def per_delivery(self) -> bool:
+        """Whether the filters look into deliveries (their destination or subscription)."""
+        return self.destination_id is not None or self.subscription_id is not None
+
+    def takes(self, delivery: Delivery) -> bool:
+        """Whether the filters take `delivery` of an event they take."""
+        return self.destination_id in (None, delivery[DESTINATION]) and (
+            self.subscription_id in (None, delivery[SUBSCRIPTION])
+        )
+
+
+# Events read at a time: each holds at least one delivery.
+_CHUNK = 500
+
+
+async def _kept(
+    unit: Unit, account_id: str, filters: Filters
+) -> AsyncIterator[tuple[EventRecord, list[Delivery]]]:
+    """The account's events that match `filters`, oldest first, each with its deliveries that
+    match among the newest `event_deliveries_max`."""
+    keep = settings.current().event_deliveries_max
+    floor = await DELIVERIES.floor_and_excess(unit, account_id, keep)
+    start, excess = floor if floor is not None else (None, 0)
+    statement = filters.where(select(EventRecord), account_id, start)
+    after: str | None = None
+    while True:
+        chunk = statement if after is None else statement.where(col(EventRecord.id) > after)
+        rows = (await unit.exec(chunk.order_by(col(EventRecord.id)).limit(_CHUNK))).all()
+        for row in rows:
+            deliveries = row.deliveries[excess:] if row.id == start else row.deliveries
+            yield row, [item for item in deliveries if filters.takes(item)]
+        if len(rows) < _CHUNK:
+            return
+        after = rows[-1].id
 
 
 async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
     """The account's deliveries matching `filters` among its newest `event_deliveries_max`,
     oldest first, at most `limit`."""
+    found: list[dict[str, Any]] = []
     async with db.read() as unit:
-        statement = await filters.where(unit, select(EventDelivery), account_id)
-        rows = (await unit.exec(statement.order_by(col(EventDelivery.id)).limit(limit))).all()
-    return [row.to_api() for row in rows]
+        async for row, deliveries in _kept(unit, account_id, filters):
+            found += (row.delivery_api(item) for item in deliveries[: limit - len(found)])
+            if len(found) >= limit:
+                break
+    return found
 
 
 async def count(account_id: str, filters: Filters) -> int:
     """How many of the account's newest `event_deliveries_max` deliveries match `filters`."""
     async with db.read() as unit:
-        counted = select(func.count()).select_from(EventDelivery)
-        statement = await filters.where(unit, counted, account_id)
-        found: int = (await unit.exec(statement)).one()
-    return found
+        if not filters.per_delivery:  # the events' counts, less the floor's past the bound
+            keep = settings.current().event_deliveries_max
+            floor = await DELIVERIES.floor_and_excess(unit, account_id, keep)
+            start, excess = floor if floor is not None else (None, 0)
+            counted = select(func.coalesce(func.sum(col(EventRecord.delivery_count)), 0))
+            total = int((await unit.exec(filters.where(counted, account_id, start))).one())
+            if excess and total and start is not None:
+                first = filters.where(select(col(EventRecord.id)), account_id, start)
+                if (await unit.exec(first.where(col(EventRecord.id) == start))).first():
+                    total -= excess
+            return total
+        return sum([len(deliveries) async for _, deliveries in _kept(unit, account_id, filters)])
 
 
 def activate() -> Any:

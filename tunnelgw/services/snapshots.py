@@ -23,7 +23,7 @@ FORMAT = 1
 # Tables with an `account_id` that are not the account's world: the request journal, event
 # deliveries, fault rules, fixture load records and quota bounds.
 EXCLUDED = frozenset(
-    {"request_journal", "event_delivery", "fault_rule", "fixture_load", "quota_usage"}
+    {"request_journal", "event_record", "fault_rule", "fixture_load", "quota_usage"}
 )
 # What reset keeps: a load updates the account's own rows of these, keeping their secrets.
 KEPT = frozenset({"principal", "api_key", "access_token"})

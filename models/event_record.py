@@ -1,0 +1,50 @@
+"""Fired events (`ev_`): one row per event an account's event subscriptions sent, with its
+deliveries, one per destination (`evd_`), and whether each arrived. Written in the transaction
+of the change that fired the event (tunnelgw.services.events).
+
+The event is stored once however many destinations it went to: a delivery is a small item of
+`deliveries`, and the admin API's reads expand the row into one item per delivery."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Index, Integer, String
+from sqlmodel import Field
+
+from tunnelgw.models.base import AccountScoped
+
+DELIVERED, FAILED = "delivered", "failed"
+
+
+# A delivery as stored: the values of these fields in a list (the keys of ten destinations'
+# deliveries would be a third of the row; rows are written per change, bench/README.md).
+DELIVERY_FIELDS = ("id", "subscription_id", "destination_id", "outcome", "error")
+# - id: evd_, ids sort in the order the deliveries were made;
+# - error: a failed delivery's injected status, error code and fault rule (None: delivered).
+ID, SUBSCRIPTION, DESTINATION = 0, 1, 2
+Delivery = list[Any]
+
+
+class EventRecord(AccountScoped, table=True):
+    __tablename__ = "event_record"
+    # `delivery_count` in the index: the bound on deliveries (tunnelgw.services.bounds) sums it
+    # from the index alone.
+    __table_args__ = (Index("ix_event_record_account_id_id", "account_id", "id", "delivery_count"),)
+    PREFIX: ClassVar[str] = "ev"
+    DELIVERY_PREFIX: ClassVar[str] = "evd"
+    PATH: ClassVar[str] = "/_admin/events"
+    QUOTA: ClassVar[bool] = False
+
+    event_type: str = Field(sa_type=String(128))
+    # The event as sent: the envelope and the object (the destinations' format: JSON).
+    event: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    # No foreign keys in them: a delivery is the record of what was sent, kept when its
+    # subscription or destination is deleted.
+    deliveries: list[Delivery] = Field(default_factory=list, sa_type=JSON)
+    delivery_count: int = Field(sa_type=Integer)
+
+    def delivery_api(self, delivery: Delivery) -> dict[str, Any]:
+        """One delivery of the event as the admin API shows it."""
+        shown = dict(zip(DELIVERY_FIELDS, delivery, strict=True))
+        return {**shown, "created_at": self.api_time("created_at"), "event": self.event}
