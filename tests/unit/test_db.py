@@ -172,6 +172,29 @@ def test_sqlite_reads_cannot_write(tmp_path):
     _run(path, scenario)
 
 
+def test_the_sqlite_writer_keeps_a_small_page_cache_and_the_reader_the_default(tmp_path):
+    """Memory per worker: the writer's cache is bounded (it touches few pages), the reader's
+    stays SQLite's default."""
+    from tunnelgw.storage.connections import WRITER_CACHE_KIB
+
+    path = f"sqlite:///{tmp_path / 'cache.db'}"
+    migrate.upgrade(path)
+
+    async def scenario(database: Database) -> tuple[int, int]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_cache", name="c"))
+        async with database.write() as unit:
+            [(writer,)] = (await unit.exec(text("PRAGMA cache_size"))).all()
+        async with database.read() as unit:
+            [(reader,)] = (await unit.exec(text("PRAGMA cache_size"))).all()
+        return writer, reader
+
+    assert _run(path, scenario) == (
+        -WRITER_CACHE_KIB,
+        sqlite3.connect(":memory:").execute("PRAGMA cache_size").fetchone()[0],
+    )
+
+
 def test_text_statements_return_rows_and_changes_count_rows(url):  # noqa: F811
 
     migrate.upgrade(url)

@@ -44,6 +44,11 @@ SQLITE_PRAGMAS = (
     "foreign_keys=ON",
     "temp_store=MEMORY",
 )
+# The writer connection's page cache (SQLite's default is 2 MiB a connection). Writes touch
+# the right edge of each b-tree and a few index leaves; the rest of a page the writer needs is
+# read from the OS's cache. A worker kept ~1.8 MiB more after the benchmark's creates with the
+# default, at the same speed (bench/README.md, issue 31, fifth round).
+WRITER_CACHE_KIB = 512
 # Prepared statements each PostgreSQL connection keeps (asyncpg's default is 100; the API's
 # statements are a few hundred).
 PG_STATEMENT_CACHE = 512

@@ -37,6 +37,7 @@ from sqlalchemy.engine import make_url
 from tunnelgw.storage.connections import (
     PG_STATEMENT_CACHE,
     SQLITE_PRAGMAS,
+    WRITER_CACHE_KIB,
     PgConnection,
     SqliteConnection,
     configure_pg,
@@ -98,6 +99,8 @@ class Database:
             raw.execute(f"PRAGMA {pragma}")
         if query_only:
             raw.execute("PRAGMA query_only=ON")
+        else:
+            raw.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         return raw
 
     async def _pg_pool(self) -> Any:
