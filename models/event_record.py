@@ -22,7 +22,7 @@ DELIVERED, FAILED = "delivered", "failed"
 DELIVERY_FIELDS = ("id", "subscription_id", "destination_id", "outcome", "error")
 # - id: evd_, ids sort in the order the deliveries were made;
 # - error: a failed delivery's injected status, error code and fault rule (None: delivered).
-ID, SUBSCRIPTION, DESTINATION = 0, 1, 2
+SUBSCRIPTION, DESTINATION = 1, 2  # the positions the admin API's filters read
 Delivery = list[Any]
 
 

@@ -342,14 +342,21 @@ class Filters:
 _CHUNK = 500
 
 
+async def _start(unit: Unit, account_id: str) -> tuple[Any, int]:
+    """Where the account's newest `event_deliveries_max` deliveries start: the id of its
+    oldest event kept and how many of that event's deliveries are past the bound, or (None,
+    0) when it has fewer."""
+    keep = settings.current().event_deliveries_max
+    floor = await DELIVERIES.floor_and_excess(unit, account_id, keep)
+    return floor if floor is not None else (None, 0)
+
+
 async def _kept(
     unit: Unit, account_id: str, filters: Filters
 ) -> AsyncIterator[tuple[EventRecord, list[Delivery]]]:
     """The account's events that match `filters`, oldest first, each with its deliveries that
     match among the newest `event_deliveries_max`."""
-    keep = settings.current().event_deliveries_max
-    floor = await DELIVERIES.floor_and_excess(unit, account_id, keep)
-    start, excess = floor if floor is not None else (None, 0)
+    start, excess = await _start(unit, account_id)
     statement = filters.where(select(EventRecord), account_id, start)
     after: str | None = None
     while True:
@@ -378,15 +385,13 @@ async def recorded(account_id: str, filters: Filters, limit: int) -> list[dict[s
 async def count(account_id: str, filters: Filters) -> int:
     """How many of the account's newest `event_deliveries_max` deliveries match `filters`."""
     async with db.read() as unit:
-        if not filters.per_delivery:  # the events' counts, less the floor's past the bound
-            keep = settings.current().event_deliveries_max
-            floor = await DELIVERIES.floor_and_excess(unit, account_id, keep)
-            start, excess = floor if floor is not None else (None, 0)
+        if not filters.per_delivery:  # the events' counts, less the oldest's past the bound
+            start, excess = await _start(unit, account_id)
             counted = select(func.coalesce(func.sum(col(EventRecord.delivery_count)), 0))
             total = int((await unit.exec(filters.where(counted, account_id, start))).one())
-            if excess and total and start is not None:
-                first = filters.where(select(col(EventRecord.id)), account_id, start)
-                if (await unit.exec(first.where(col(EventRecord.id) == start))).first():
+            if excess:  # unless the filters leave that event out
+                oldest = filters.where(select(col(EventRecord.id)), account_id, start)
+                if (await unit.exec(oldest.where(col(EventRecord.id) == start))).first():
                     total -= excess
             return total
         return sum([len(deliveries) async for _, deliveries in _kept(unit, account_id, filters)])
