@@ -31,8 +31,7 @@ class Bound:
     by `order` (a column: oldest lowest)."""
 
     def __init__(self, model: type[Any], account: Any, order: Any) -> None:
-        # The `order` of an account's `keep`-th newest row (offset keep - 1), or of the newest
-        # one past them (offset keep).
+        # The `order` of an account's `keep`-th newest row (offset keep - 1).
         self._nth_newest = Query(
             select(order)
             .where(account == bindparam("account"))
@@ -40,8 +39,9 @@ class Bound:
             .limit(1)
             .offset(bindparam("offset"))
         )
+        # The account's rows older than the first a read shows (`floor`).
         self._trim = Query(
-            delete(model).where(account == bindparam("account")).where(order <= bindparam("last"))
+            delete(model).where(account == bindparam("account")).where(order < bindparam("first"))
         )
         # Per database, per account: rows this process wrote since it last trimmed.
         self._unswept: weakref.WeakKeyDictionary[Database, dict[str, int]] = (
@@ -61,15 +61,14 @@ class Bound:
         unswept[account_id] = written
 
     async def _trim_past(self, unit: Unit, account_id: str, keep: int) -> None:
-        """Delete the account's rows older than its newest `keep`."""
-        found = await unit.exec(self._nth_newest, {"account": account_id, "offset": keep})
-        last = found.first()
-        if last is not None:
-            await unit.exec(self._trim, {"account": account_id, "last": last})
+        """Delete the account's rows that no read shows any more (older than `floor`)."""
+        first = await self.floor(unit, account_id, keep)
+        if first is not None:
+            await unit.exec(self._trim, {"account": account_id, "first": first})
 
     async def floor(self, unit: Unit, account_id: str, keep: int) -> Any:
         """The `order` of the account's oldest row among its newest `keep` (reads start
-        there), or None when it has no more than `keep`."""
+        there), or None when it has fewer than `keep`."""
         found = await unit.exec(self._nth_newest, {"account": account_id, "offset": keep - 1})
         return found.first()
 
@@ -90,17 +89,10 @@ class WeightedBound(Bound):
             .order_by(order.desc())
             .limit(bindparam("keep"))
         )
-        self._trim_before = Query(
-            delete(model).where(account == bindparam("account")).where(order < bindparam("first"))
-        )
-
-    async def _trim_past(self, unit: Unit, account_id: str, keep: int) -> None:
-        """Delete the account's rows all of whose items are older than its newest `keep`."""
-        found = await self.floor_and_excess(unit, account_id, keep)
-        if found is not None:
-            await unit.exec(self._trim_before, {"account": account_id, "first": found[0]})
 
     async def floor(self, unit: Unit, account_id: str, keep: int) -> Any:
+        """The `order` of the row that holds the account's `keep`-th newest item (reads start
+        there, and trims delete the rows before it), or None when it has fewer."""
         found = await self.floor_and_excess(unit, account_id, keep)
         return found[0] if found is not None else None
 

@@ -24,75 +24,60 @@ DELIVERY_FIELDS = ("id", "subscription_id", "destination_id", "outcome", "error"
 BATCH = 500
 
 _meta = sa.MetaData()
-# The two tables as this revision reads and writes them (JSON in and out as Python values).
-_deliveries = sa.Table(
+# The account table, as far as the two tables' foreign keys need it (never created here).
+sa.Table("account", _meta, sa.Column("id", ID_TYPE, primary_key=True))
+
+
+def _owned(name: str, *columns: sa.Column[Any], index: tuple[str, ...]) -> sa.Table:
+    """An account's append-only table: its columns after id, account_id and created_at, and
+    its index (`ix_<name>_account_id_id`). JSON columns read and write Python values."""
+    return sa.Table(
+        name,
+        _meta,
+        sa.Column("id", ID_TYPE, primary_key=True),
+        sa.Column(
+            "account_id",
+            ID_TYPE,
+            sa.ForeignKey("account.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *columns,
+        sa.Index(f"ix_{name}_account_id_id", *index),
+    )
+
+
+# The table before this revision (as 0017 made it) and after it.
+_deliveries = _owned(
     "event_delivery",
-    _meta,
-    sa.Column("id", ID_TYPE),
-    sa.Column("account_id", ID_TYPE),
-    sa.Column("created_at", sa.DateTime(timezone=True)),
-    sa.Column("event_id", ID_TYPE),
-    sa.Column("event_type", sa.String(length=128)),
-    sa.Column("subscription_id", ID_TYPE),
-    sa.Column("destination_id", ID_TYPE),
-    sa.Column("event", sa.JSON()),
-    sa.Column("outcome", sa.String(length=16)),
-    sa.Column("error", sa.JSON(none_as_null=True)),  # None: SQL NULL, as the app writes it
+    sa.Column("event_id", ID_TYPE, nullable=False),
+    sa.Column("event_type", sa.String(length=128), nullable=False),
+    sa.Column("subscription_id", ID_TYPE, nullable=False),
+    sa.Column("destination_id", ID_TYPE, nullable=False),
+    sa.Column("event", sa.JSON(), nullable=False),
+    sa.Column("outcome", sa.String(length=16), nullable=False),
+    # None: SQL NULL, as the app writes it.
+    sa.Column("error", sa.JSON(none_as_null=True), nullable=True),
+    index=("account_id", "id"),
 )
-_records = sa.Table(
+_records = _owned(
     "event_record",
-    _meta,
-    sa.Column("id", ID_TYPE),
-    sa.Column("account_id", ID_TYPE),
-    sa.Column("created_at", sa.DateTime(timezone=True)),
-    sa.Column("event_type", sa.String(length=128)),
-    sa.Column("event", sa.JSON()),
-    sa.Column("deliveries", sa.JSON()),
-    sa.Column("delivery_count", sa.Integer()),
+    sa.Column("event_type", sa.String(length=128), nullable=False),
+    sa.Column("event", sa.JSON(), nullable=False),
+    sa.Column("deliveries", sa.JSON(), nullable=False),
+    sa.Column("delivery_count", sa.Integer(), nullable=False),
+    index=("account_id", "id", "delivery_count"),
 )
 
 
 def upgrade() -> None:
-    op.create_table(
-        "event_record",
-        sa.Column("id", ID_TYPE, nullable=False),
-        sa.Column("account_id", ID_TYPE, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("event_type", sa.String(length=128), nullable=False),
-        sa.Column("event", sa.JSON(), nullable=False),
-        sa.Column("deliveries", sa.JSON(), nullable=False),
-        sa.Column("delivery_count", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(["account_id"], ["account.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
-    )
-    with op.batch_alter_table("event_record", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_event_record_account_id_id",
-            ["account_id", "id", "delivery_count"],
-            unique=False,
-        )
+    _records.create(op.get_bind())
     _carry(_records_of)
     op.drop_table("event_delivery")
 
 
 def downgrade() -> None:
-    op.create_table(
-        "event_delivery",
-        sa.Column("id", ID_TYPE, nullable=False),
-        sa.Column("account_id", ID_TYPE, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("event_id", ID_TYPE, nullable=False),
-        sa.Column("event_type", sa.String(length=128), nullable=False),
-        sa.Column("subscription_id", ID_TYPE, nullable=False),
-        sa.Column("destination_id", ID_TYPE, nullable=False),
-        sa.Column("event", sa.JSON(), nullable=False),
-        sa.Column("outcome", sa.String(length=16), nullable=False),
-        sa.Column("error", sa.JSON(), nullable=True),
-        sa.ForeignKeyConstraint(["account_id"], ["account.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("id"),
-    )
-    with op.batch_alter_table("event_delivery", schema=None) as batch_op:
-        batch_op.create_index("ix_event_delivery_account_id_id", ["account_id", "id"], unique=False)
+    _deliveries.create(op.get_bind())
     _carry(_deliveries_of)
     op.drop_table("event_record")
 
