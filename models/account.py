@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy import BigInteger, false
+from sqlalchemy import BigInteger, Text, false
 from sqlmodel import Field
 
 from tunnelgw.core import timefmt
@@ -31,3 +31,9 @@ class Account(Row, table=True):
     # them and by reset. The credential check reads it, and only a request of an account with
     # some reads the rules (a rule spent by its count leaves it set until they are cleared).
     fault_rules: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    # The account's event routes: which (subscription, destination) pairs each event type goes
+    # to, from its subscriptions' sources and destinations, as JSON text (`{type: [[sub,
+    # dest], ...]}`); None when it has none. Kept by tunnelgw.services.events whenever a unit
+    # changes them; the credential check reads it, and a change fires by it without reading
+    # the subscriptions.
+    event_routes: str | None = Field(default=None, sa_type=Text, nullable=True)

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, exists, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.core.platform_errors import masked
-from tunnelgw.models import AccessToken, Account, ApiKey, EventSubscription, Principal
+from tunnelgw.models import AccessToken, Account, ApiKey, Principal
 from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import db, records
 from tunnelgw.storage.statements import Query
@@ -60,6 +60,10 @@ class Carried:
         return self.row
 
 
+# `Caller.event_routes` of a caller not made by the credential check (never stored text).
+UNREAD = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: the principal behind the API key or access token, and its account."""
@@ -73,9 +77,9 @@ class Caller:
     api_restriction: int = 0
     # Whether the account may have fault rules (tunnelgw.models.account.Account.fault_rules).
     fault_rules: bool = False
-    # Whether the account had event subscriptions when the request began (read in the
-    # credential check's statement): without, its changes fire no event and are not rendered.
-    subscriptions: bool = True
+    # The account's event routes as the credential check read them (`Account.event_routes`;
+    # None: it has none, so its changes fire no event and are not rendered), or UNREAD.
+    event_routes: str | None = UNREAD
     # The access token's id and scopes; None for an API key (every scope).
     access_token_id: str | None = None
     scopes: frozenset[str] | None = None
@@ -129,7 +133,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     _, key_id, principal_id, account_id, is_admin, active, clock_offset, restriction, faults = (
         found[:9]
     )
-    subscribed = bool(found[9])
+    routes = found[9]
     what = "access token" if kind is _ACCESS else "API key"
     if not active:
         raise ApiError(
@@ -149,7 +153,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
             key_id,
             restriction,
             bool(faults),
-            subscribed,
+            routes,
             carried=carried,
         )
         return {"sub": principal_id, "caller": caller}
@@ -169,7 +173,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
         None,
         restriction,
         bool(faults),
-        subscribed,
+        routes,
         access_token_id=key_id,
         scopes=frozenset(scopes or ()),
         carried=carried,
@@ -200,12 +204,6 @@ def _aware(value: Any) -> datetime:
 # The credential's key or token and its owner under aliases: a carried row may be an API key,
 # an access token or a principal (a bot user) too.
 _OWNER = aliased(Principal, name="owner")
-# Whether the account has event subscriptions: an index probe in the same statement.
-# (Aliased: a GET of a subscription reads its row in the same statement.)
-_PROBE = aliased(EventSubscription, name="subscription_probe")
-_SUBSCRIBED = (
-    exists().where(col(_PROBE.account_id) == col(Account.id)).correlate(Account).label("subscribed")
-)
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +228,7 @@ def _credential(model: type[ApiKey] | type[AccessToken], *extra: str) -> _Kind:
         col(Account.clock_offset_seconds),
         col(Account.api_restriction),
         col(Account.fault_rules),
-        _SUBSCRIBED,
+        col(Account.event_routes),
         *(col(getattr(key, name)) for name in extra),
     ]
     statement = (

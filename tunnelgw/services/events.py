@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import func, select
 from sqlmodel import SQLModel, col
 
 from tunnelgw.core import ids, settings, timefmt
@@ -32,13 +32,12 @@ from tunnelgw.models.event_source import of_subscription
 from tunnelgw.models.event_subscription import destinations_of
 from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
-from tunnelgw.services import edges, faults
-from tunnelgw.services.auth import Caller
+from tunnelgw.services import edges, event_routes, faults
+from tunnelgw.services.auth import UNREAD, Caller
 from tunnelgw.services.bounds import WeightedBound
 from tunnelgw.storage import db
 from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
-from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Changes, Unit
 
 EVENT_PREFIX = "ev"
@@ -108,22 +107,6 @@ async def render(unit: Unit, row: Any) -> dict[str, Any]:
     return await renderer(unit, row) if renderer is not None else row.to_api()
 
 
-# Each (event type, subscription, destination) of an account (the index on event sources'
-# account and type serves it).
-_ROUTES = Query(
-    select(  # type: ignore[call-overload]
-        EventSource.type,
-        EventSource.subscription_id,
-        EventSubscriptionDestination.destination_id,
-    )
-    .join(
-        EventSubscriptionDestination,
-        col(EventSubscriptionDestination.subscription_id) == col(EventSource.subscription_id),
-    )
-    .where(col(EventSource.account_id) == bindparam("account"))
-    .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
-)
-
 # The columns of an event's row, in the order `_fire` writes them.
 COLUMNS = (
     "id",
@@ -157,26 +140,36 @@ class EventObserver:
     """The write units' change observer (tunnelgw.storage.unit.ChangeObserver) of requests.
 
     `account`: the account of the request's caller, with what its credential check read of
-    it (`known`). Without `subscriptions` (it had no event subscriptions), its changes fire
-    nothing and are not rendered, unless the unit writes what events are routed by (the
-    account's first subscription). Without `fault_rules` (it may have none), its deliveries
-    read no fault rules. A subscription or rule made meanwhile by another request counts
-    from the account's next request (as `faults.apply` does for the request itself)."""
+    it (`known`): its changes fire by its event `routes` as read then (without routes, they
+    fire nothing and are not rendered), unless the unit writes what events are routed by (a
+    subscription, its sources or destinations: the routes are then stored afresh and fire
+    the unit's changes). Without `fault_rules` (it may have none), its deliveries read no
+    fault rules. A subscription or rule made meanwhile by another request counts from the
+    account's next request (as `faults.apply` does for the request itself)."""
 
-    __slots__ = ("account", "fault_rules", "subscriptions")
+    __slots__ = ("account", "fault_rules", "routes")
 
     def __init__(
-        self, account: str | None = None, *, subscriptions: bool = True, fault_rules: bool = True
+        self,
+        account: str | None = None,
+        *,
+        routes: str | None = UNREAD,
+        fault_rules: bool = True,
     ) -> None:
         self.account = account
-        self.subscriptions = subscriptions
+        self.routes = routes
         self.fault_rules = fault_rules
 
     def watches(self, model: type) -> bool:
         return model in _watched()
 
     def _quiet(self, row: Record) -> bool:
-        return not self.subscriptions and getattr(row, "account_id", None) == self.account
+        return self.routes is None and getattr(row, "account_id", None) == self.account
+
+    async def _routes(self, unit: Unit, account_id: str) -> event_routes.Routes:
+        if account_id == self.account and self.routes != UNREAD:
+            return event_routes.parse(self.routes)
+        return await event_routes.stored(unit, account_id)
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
         if row.__model__ in _PARENTS or kind_of(row) is None or self._quiet(row):
@@ -187,16 +180,25 @@ class EventObserver:
         rows = [*changes.created, *changes.updated, *(row for row, _ in changes.deleted)]
         if all(self._quiet(row) and row.__model__ not in _ROUTING for row in rows):
             return
+        stored: dict[str, event_routes.Routes] = {}
+        for account_id in sorted(
+            {cast(Any, row).account_id for row in rows if row.__model__ in _ROUTING}
+        ):
+            stored[account_id] = await event_routes.store(unit, account_id)
         by_account: dict[str, list[_Change]] = {}
         for change in await _net(unit, changes):
             by_account.setdefault(change.row.account_id, []).append(change)
         for account_id, found in by_account.items():
-            rules = self.fault_rules or account_id != self.account
-            await _fire(unit, account_id, found, rules=rules)
+            routes = stored.get(account_id)
+            if routes is None:
+                routes = await self._routes(unit, account_id)
+            if routes:
+                rules = self.fault_rules or account_id != self.account
+                await _fire(unit, account_id, found, routes, rules=rules)
 
 
-# The rows events are routed by: a unit that writes them (the account's first subscription)
-# fires as it would with subscriptions before it.
+# The rows events are routed by: a unit that writes them stores the account's routes afresh
+# (`event_routes.store`) and fires by them (the account's first subscription fires too).
 _ROUTING = frozenset((EventSubscription, EventSource, EventSubscriptionDestination))
 
 
@@ -239,24 +241,17 @@ def _note(
         found.append(_Change(kind, action, row, shape))
 
 
-async def _routes(unit: Unit, account_id: str) -> dict[str, list[tuple[str, str]]]:
-    """The (subscription, destination) pairs of each event type of the account's
-    subscriptions."""
-    routes: dict[str, list[tuple[str, str]]] = {}
-    for type_, subscription_id, destination_id in (
-        await unit.exec(_ROUTES, {"account": account_id})
-    ).all():
-        routes.setdefault(type_, []).append((subscription_id, destination_id))
-    return routes
-
-
-async def _fire(unit: Unit, account_id: str, found: list[_Change], *, rules: bool) -> None:
-    """Record the events of one account's changes, each once with its deliveries to its
-    subscriptions' destinations (a fault rule may fail a delivery; `rules`: whether the
+async def _fire(
+    unit: Unit,
+    account_id: str,
+    found: list[_Change],
+    routes: event_routes.Routes,
+    *,
+    rules: bool,
+) -> None:
+    """Record the events of one account's changes, each once with its deliveries to the
+    destinations its `routes` give (a fault rule may fail a delivery; `rules`: whether the
     account may have any)."""
-    routes = await _routes(unit, account_id)
-    if not routes:
-        return
     now = timefmt.utcnow()
     timestamp = timefmt.rfc3339(now)
     failing: list[FaultRule] | None = None if rules else []
@@ -405,13 +400,12 @@ def activate() -> Any:
 def known(caller: Caller) -> None:
     """What the request's credential check read of the caller's account spares its changes
     reading it again (`EventObserver`): in this task (until `deactivate` resets the
-    observer), a change of an account without event subscriptions fires nothing, a delivery
-    of an account without fault rules reads none."""
-    if not caller.subscriptions or not caller.fault_rules:
-        observer = EventObserver(
-            caller.account_id, subscriptions=caller.subscriptions, fault_rules=caller.fault_rules
-        )
-        units.set_observer(observer)
+    observer), a change of the account fires by the event routes read then (without, it
+    fires nothing), a delivery of an account without fault rules reads none."""
+    observer = EventObserver(
+        caller.account_id, routes=caller.event_routes, fault_rules=caller.fault_rules
+    )
+    units.set_observer(observer)
 
 
 def deactivate(token: Any) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import LargeBinary, Table, UniqueConstraint, func, select
 from tunnelgw.crypto import keys
 from tunnelgw.models import Account, IpRestriction
 from tunnelgw.models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED
-from tunnelgw.services import quotas
+from tunnelgw.services import event_routes, quotas
 from tunnelgw.services.snapshots import (
     KEPT,
     associated_data,
@@ -80,6 +80,7 @@ async def load(unit: Unit, account_id: str, snapshot: dict[str, Any]) -> dict[st
             counts[str(table.name)] = len(rows)
         await unit.flush()  # parents before children
     await _summarize_restrictions(unit, account_id)
+    await event_routes.store(unit, account_id)
     await quotas.forget_all(unit, account_id)  # rows counted by quotas, not admitted
     return counts
 

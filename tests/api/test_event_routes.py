@@ -1,0 +1,119 @@
+"""Issue 31: an account keeps its event routes on its row (`Account.event_routes`): the
+(subscription, destination) pairs of each event type, as every change of its subscriptions,
+their sources and destinations leaves them, and as a reset and a snapshot load leave them.
+The credential check reads them, and a change fires by them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.api.test_events import destination, events, subscribe
+from tunnelgw.models import Account
+from tunnelgw.storage import db
+
+KEYS = "/api_keys"
+SUBSCRIPTIONS = "/event_subscriptions"
+
+
+def stored(factory: Any, account_id: str) -> dict[str, list[list[str]]] | None:
+    """The routes kept on the account's row, as stored."""
+
+    async def read() -> str | None:
+        async with db.read() as unit:
+            account = await unit.get(Account, account_id)
+            assert account is not None
+            return account.event_routes
+
+    text = factory._run(read)
+    return None if text is None else json.loads(text)
+
+
+def routes_shown(client: Any) -> dict[str, list[list[str]]] | None:
+    """The routes the account's subscriptions give, as the API shows them."""
+    listed = client.get(SUBSCRIPTIONS, params={"limit": 100})
+    assert listed.status_code == 200, listed.text
+    found: dict[str, list[list[str]]] = {}
+    for subscription in sorted(listed.json()["event_subscriptions"], key=lambda s: s["id"]):
+        for source in subscription["sources"]:
+            for destination_id in sorted(ref["id"] for ref in subscription["destinations"]):
+                found.setdefault(source["type"], []).append([subscription["id"], destination_id])
+    return found or None
+
+
+def kept(client: Any, factory: Any) -> dict[str, list[list[str]]] | None:
+    found = stored(factory, client.creds.account_id)
+    assert found == routes_shown(client)
+    return found
+
+
+def test_every_change_of_subscriptions_sources_and_destinations_keeps_the_routes(admin, factory):
+    assert kept(admin, factory) is None
+    first, second = destination(admin), destination(admin)
+    one = subscribe(admin, ["api_key_created.v0", "api_key_deleted.v0"], [first])
+    assert kept(admin, factory) == {
+        "api_key_created.v0": [[one, first]],
+        "api_key_deleted.v0": [[one, first]],
+    }
+    two = subscribe(admin, ["api_key_created.v0"], [first, second])
+    assert len(kept(admin, factory)["api_key_created.v0"]) == 3  # type: ignore[index]
+
+    # A subscription's destinations replaced, then its sources.
+    patched = admin.patch(f"{SUBSCRIPTIONS}/{one}", json={"destination_ids": [second]})
+    assert patched.status_code == 200, patched.text
+    assert [one, second] in kept(admin, factory)["api_key_deleted.v0"]  # type: ignore[index]
+    patched = admin.patch(
+        f"{SUBSCRIPTIONS}/{one}", json={"sources": [{"type": "ip_policy_created.v0"}]}
+    )
+    assert patched.status_code == 200, patched.text
+    assert set(kept(admin, factory)) == {"api_key_created.v0", "ip_policy_created.v0"}  # type: ignore[arg-type]
+
+    # A source added and one removed through the sources of a subscription.
+    added = admin.post(f"{SUBSCRIPTIONS}/{two}/sources", json={"type": "api_key_updated.v0"})
+    assert added.status_code == 201, added.text
+    assert kept(admin, factory)["api_key_updated.v0"] == [[two, first], [two, second]]  # type: ignore[index]
+    removed = admin.delete(f"{SUBSCRIPTIONS}/{two}/sources/api_key_created.v0")
+    assert removed.status_code == 204, removed.text
+    assert set(kept(admin, factory)) == {"api_key_updated.v0", "ip_policy_created.v0"}  # type: ignore[arg-type]
+
+    # A key updated fires by what is kept: the two destinations of `two`.
+    key = admin.post(KEYS, json={}).json()
+    assert admin.patch(f"{KEYS}/{key['id']}", json={"description": "x"}).status_code == 200
+    fired = events(admin, type="api_key_updated.v0")
+    assert sorted((i["subscription_id"], i["destination_id"]) for i in fired) == sorted(
+        [(two, first), (two, second)]
+    )
+
+    # Deleting the subscriptions leaves none.
+    assert admin.delete(f"{SUBSCRIPTIONS}/{one}").status_code == 204
+    assert set(kept(admin, factory)) == {"api_key_updated.v0"}  # type: ignore[arg-type]
+    assert admin.delete(f"{SUBSCRIPTIONS}/{two}").status_code == 204
+    assert kept(admin, factory) is None
+    admin.post(KEYS, json={})
+    assert events(admin, type="api_key_created.v0") == []
+
+
+def test_another_key_of_the_account_fires_by_routes_another_key_made(admin, factory):
+    """The routes are the account's, whichever credential changed them or reads them."""
+    other = factory.client(admin.post(KEYS, json={}).json()["token"])
+    other.creds = admin.creds
+    sub = subscribe(admin, ["http_response_backend_created.v0"], [destination(admin)])
+    made = other.post("/backends/http_response", json={"body": "hi", "status_code": 200})
+    assert made.status_code == 201, made.text
+    [fired] = events(admin)[-1:]
+    assert (fired["subscription_id"], fired["event"]["object"]["id"]) == (sub, made.json()["id"])
+
+
+def test_reset_clears_the_routes_and_a_snapshot_load_brings_them_back(admin, factory):
+    dest = destination(admin)
+    sub = subscribe(admin, ["api_key_created.v0"], [dest])
+    snapshot = admin.get("/_admin/snapshot")
+    assert snapshot.status_code == 200, snapshot.text
+    assert admin.post("/_admin/reset").status_code == 200
+    assert kept(admin, factory) is None
+
+    loaded = admin.post("/_admin/fixtures", json=snapshot.json())
+    assert loaded.status_code == 200, loaded.text
+    assert kept(admin, factory) == {"api_key_created.v0": [[sub, dest]]}
+    admin.post(KEYS, json={})
+    assert [i["subscription_id"] for i in events(admin, type="api_key_created.v0")] == [sub]

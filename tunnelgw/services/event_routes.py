@@ -1,0 +1,77 @@
+"""An account's event routes: the (subscription, destination) pairs each event type goes to,
+from its subscriptions' sources and destinations. They are kept on the account's row
+(`Account.event_routes`, JSON text) by the unit that changes them (`store`, called by the
+events' change observer), so the credential check reads them with the account and a change
+fires by them without reading the subscriptions (bench/README.md, issue 31).
+
+A request goes by the routes its credential check read, as it does by the account's fault
+rules: a subscription made or removed meanwhile by another request counts from the account's
+next request.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from sqlalchemy import bindparam, select
+from sqlmodel import col
+
+from tunnelgw.models import Account, EventSource, EventSubscriptionDestination
+from tunnelgw.storage.statements import Query
+from tunnelgw.storage.unit import Unit
+
+# Each event type's (subscription, destination) pairs.
+Routes = Mapping[str, tuple[tuple[str, str], ...]]
+
+# Each (event type, subscription, destination) of an account (the index on event sources'
+# account and type serves it), in the order the routes keep them.
+_ROUTES = Query(
+    select(  # type: ignore[call-overload]
+        EventSource.type,
+        EventSource.subscription_id,
+        EventSubscriptionDestination.destination_id,
+    )
+    .join(
+        EventSubscriptionDestination,
+        col(EventSubscriptionDestination.subscription_id) == col(EventSource.subscription_id),
+    )
+    .where(col(EventSource.account_id) == bindparam("account"))
+    .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
+)
+_STORED = Query(select(col(Account.event_routes)).where(col(Account.id) == bindparam("account")))
+
+
+@functools.lru_cache(maxsize=1024)
+def parse(text: str | None) -> Routes:
+    """The routes of their stored text (None: none); parsed once per process per text."""
+    if text is None:
+        return {}
+    found: dict[str, list[list[str]]] = orjson.loads(text)
+    return {type_: tuple((pair[0], pair[1]) for pair in pairs) for type_, pairs in found.items()}
+
+
+async def store(unit: Unit, account_id: str) -> Routes:
+    """Read the account's routes from its subscriptions and keep them on its row (written with
+    the unit's changes). The row is locked first (PostgreSQL `FOR UPDATE`): the units that
+    change an account's routes at the same time store them one after the other, each reading
+    what the one before committed."""
+    account = await unit.get(Account, account_id, lock=True)
+    if account is None:  # deleted in this unit: nothing to keep
+        return {}
+    routes: dict[str, list[list[str]]] = {}
+    for type_, subscription_id, destination_id in (
+        await unit.exec(_ROUTES, {"account": account_id})
+    ).all():
+        routes.setdefault(type_, []).append([subscription_id, destination_id])
+    text = orjson.dumps(routes).decode() if routes else None
+    account.event_routes = text
+    return parse(text)
+
+
+async def stored(unit: Unit, account_id: str) -> Routes:
+    """The account's routes as kept on its row."""
+    text: Any = (await unit.exec(_STORED, {"account": account_id})).first()
+    return parse(text)
