@@ -5,6 +5,7 @@ The credential check reads them, and a change fires by them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -117,3 +118,31 @@ def test_reset_clears_the_routes_and_a_snapshot_load_brings_them_back(admin, fac
     assert kept(admin, factory) == {"api_key_created.v0": [[sub, dest]]}
     admin.post(KEYS, json={})
     assert [i["subscription_id"] for i in events(admin, type="api_key_created.v0")] == [sub]
+
+
+def test_two_subscriptions_changed_at_once_both_count(admin, factory):
+    """Two units that change one account's routes at the same time (on PostgreSQL, two
+    connections) store them one after the other: neither loses the other's change."""
+    from tunnelgw.services import event_subscriptions
+    from tunnelgw.services import events as event_service
+    from tunnelgw.services.auth import Caller
+
+    first, second = destination(admin), destination(admin)
+    subscriptions = [subscribe(admin, ["api_key_created.v0"], [first]) for _ in range(4)]
+    caller = Caller(admin.creds.account_id, admin.creds.principal_id, True, None)
+
+    async def relink(subscription_id: str) -> None:
+        token = event_service.activate()
+        try:
+            event_service.known(caller)
+            await event_subscriptions.update(caller, subscription_id, {}, [second])
+        finally:
+            event_service.deactivate(token)
+
+    async def at_once() -> None:
+        await asyncio.gather(*(relink(id_) for id_ in subscriptions))
+
+    factory._run(at_once)
+    assert kept(admin, factory) == {
+        "api_key_created.v0": [[id_, second] for id_ in sorted(subscriptions)]
+    }

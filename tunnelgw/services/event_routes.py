@@ -55,10 +55,11 @@ def parse(text: str | None) -> Routes:
 
 async def store(unit: Unit, account_id: str) -> Routes:
     """Read the account's routes from its subscriptions and keep them on its row (written with
-    the unit's changes). The row is locked first (PostgreSQL `FOR UPDATE`): the units that
-    change an account's routes at the same time store them one after the other, each reading
-    what the one before committed."""
-    account = await unit.get(Account, account_id, lock=True)
+    the unit's changes). The row is locked first (PostgreSQL `FOR NO KEY UPDATE`): the units
+    that change an account's routes at the same time store them one after the other, each
+    reading what the one before committed. (`FOR UPDATE` would also wait for every unit that
+    inserted a row of the account, as these units have: two of them deadlocked.)"""
+    account = await unit.get(Account, account_id, lock="no key")
     if account is None:  # deleted in this unit: nothing to keep
         return {}
     routes: dict[str, list[list[str]]] = {}

@@ -18,10 +18,13 @@ from tunnelgw.storage.statements import Query, Result, compile_statement
 
 T = TypeVar("T")
 
-_LOCKS = {False: "", True: " FOR UPDATE", "share": " FOR SHARE"}
+_LOCKS = {False: "", True: " FOR UPDATE", "no key": " FOR NO KEY UPDATE", "share": " FOR SHARE"}
 
 # `lock=` of Unit.get: True locks the row for this write unit (PostgreSQL `FOR UPDATE`;
-# SQLite's write unit is exclusive anyway), "share" share-locks it (`FOR SHARE`).
+# SQLite's write unit is exclusive anyway), "share" share-locks it (`FOR SHARE`). "no key"
+# locks it for a change of columns no foreign key refers to (`FOR NO KEY UPDATE`): units that
+# insert rows referring to it (each holding `FOR KEY SHARE` on it) neither wait for it nor make
+# it wait, so a unit that did insert such rows can take it without deadlocking with another.
 Lock = bool | str
 
 
