@@ -146,3 +146,44 @@ def test_two_subscriptions_changed_at_once_both_count(admin, factory):
     assert kept(admin, factory) == {
         "api_key_created.v0": [[id_, second] for id_ in sorted(subscriptions)]
     }
+
+
+def test_routes_changed_while_other_changes_lock_the_account(admin, factory):
+    """Changes of the routes (`FOR NO KEY UPDATE` on the account) at the same time as changes
+    that lock the account `FOR UPDATE` (an IP restriction, a fault rule) and creates that
+    fire by the routes: on PostgreSQL each request has a connection of its own, and every
+    one must succeed (no deadlock aborts one), with all the route changes kept."""
+    import httpx
+
+    first, second = destination(admin), destination(admin)
+    subscriptions = [subscribe(admin, ["ip_restriction_created.v0"], [first]) for _ in range(3)]
+    policy = admin.post("/ip_policies", json={}).json()["id"]
+    headers = {"Authorization": f"Bearer {admin.token}", "Service-Version": "2"}
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        *(
+            ("PATCH", f"{SUBSCRIPTIONS}/{id_}", {"destination_ids": [second]})
+            for id_ in subscriptions
+        ),
+        *(("POST", "/ip_restrictions", {"type": "dashboard", "ip_policy_ids": [policy]}),) * 3,
+        *(("POST", "/_admin/faults", {"operation": "api_keys.list", "status": 503}),) * 2,
+    ]
+
+    async def at_once() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=factory.http.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+            return await asyncio.gather(
+                *(
+                    c.request(method, path, json=body, headers=headers)
+                    for method, path, body in calls
+                )
+            )
+
+    answers = factory._run(at_once)
+    assert [a.status_code for a in answers] == [200] * 3 + [201] * 5, [a.text for a in answers]
+    assert kept(admin, factory) == {
+        "ip_restriction_created.v0": [[id_, second] for id_ in sorted(subscriptions)]
+    }
+    restrictions = {a.json()["id"] for a in answers[3:6]}
+    fired = events(admin, type="ip_restriction_created.v0")
+    assert {item["event"]["object"]["id"] for item in fired} == restrictions
+    assert len(fired) == 3 * len(subscriptions)  # each to every subscription, once

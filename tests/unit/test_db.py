@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -47,6 +48,44 @@ def test_constraint_violation_is_a_conflict_and_writes_nothing(url):  # noqa: F8
             return sorted((await unit.exec(select(Account.name))).all())
 
     assert _run(url, scenario) == ["first"]
+
+
+def test_a_deadlock_victim_is_a_503_to_retry_and_writes_nothing(url):  # noqa: F811
+    """Two units that lock two accounts in opposite orders: PostgreSQL aborts one to break
+    the deadlock, which the client sees as 503 ERR_SERVICE_UNAVAILABLE with `Retry-After`
+    (a contention, not its request's fault), with nothing of that unit written."""
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite's write units are exclusive: they queue, never deadlock")
+    migrate.upgrade(url)
+
+    async def swap(database: Database, first: str, second: str, both: asyncio.Barrier) -> None:
+        async with database.write() as unit:
+            locked = await unit.get(Account, first, lock=True)
+            assert locked is not None
+            locked.name = f"by {first}"
+            await both.wait()  # each holds its first account: the second lock closes a cycle
+            await unit.get(Account, second, lock=True)
+
+    async def scenario(database: Database) -> tuple[list[Any], list[str]]:
+        async with database.write() as unit:
+            unit.add_all([Account.new(id="acct_a", name="a"), Account.new(id="acct_b", name="b")])
+        both = asyncio.Barrier(2)
+        outcomes = await asyncio.gather(
+            swap(database, "acct_a", "acct_b", both),
+            swap(database, "acct_b", "acct_a", both),
+            return_exceptions=True,
+        )
+        async with database.read() as unit:
+            names = sorted((await unit.exec(select(Account.name))).all())
+        return outcomes, names
+
+    outcomes, names = _run(url, scenario)
+    [error] = [outcome for outcome in outcomes if outcome is not None]
+    assert isinstance(error, ApiError), repr(error)
+    assert (error.code, error.status_code) == (Code.SERVICE_UNAVAILABLE, 503)
+    assert error.headers == {"Retry-After": "1"}
+    # The survivor's change is kept, the victim's is not.
+    assert names in (["b", "by acct_a"], ["a", "by acct_b"])
 
 
 def test_an_exception_in_the_block_rolls_back(url):  # noqa: F811

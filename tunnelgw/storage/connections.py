@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,9 @@ log = logging.getLogger("tunnelgw")
 # the key-encryption key file. SQLite gives the -wal and -shm files it makes the database
 # file's mode (whatever the umask).
 PRIVATE_FILE_MODE = 0o600
+
+# A request refused by contention, not by its content: worth retrying a second later.
+RETRY_SOON = {"Retry-After": "1"}
 
 
 def private_sqlite_file(path: str) -> None:
@@ -117,20 +121,44 @@ def begin_immediate(raw: sqlite3.Connection) -> None:
         raw.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         raise ApiError(
-            Code.SERVICE_UNAVAILABLE, f"The database is busy ({exc}); retry the request."
+            Code.SERVICE_UNAVAILABLE,
+            f"The database is busy ({exc}); retry the request.",
+            headers=RETRY_SOON,
         ) from exc
 
 
 def raise_if_conflict(exc: BaseException) -> None:
-    """Raise ApiError(409 ERR_CONFLICT) from `exc` when it is a constraint violation."""
+    """Raise ApiError from `exc` when it is what a concurrent change caused, so the request
+    may succeed when retried: a constraint violation (409 ERR_CONFLICT), or PostgreSQL
+    aborting the transaction to break a deadlock with another (503 ERR_SERVICE_UNAVAILABLE,
+    `Retry-After: 1`, as SQLite's `busy_timeout` expiring is). Nothing of the unit was
+    written either way."""
     if _is_integrity_error(exc):
         message = "The request conflicts with a concurrent change; retry it."
         raise ApiError(Code.CONFLICT, message) from exc
+    if _is_rolled_back(exc):
+        raise ApiError(
+            Code.SERVICE_UNAVAILABLE,
+            "The database aborted the request's transaction to break a deadlock with a "
+            "concurrent one; nothing was written; retry the request.",
+            headers=RETRY_SOON,
+        ) from exc
+
+
+def _is_rolled_back(exc: BaseException) -> bool:
+    """Whether `exc` is PostgreSQL's abort of a transaction (class 40: a deadlock, a
+    serialization failure)."""
+    return _is_asyncpg_error(exc, "TransactionRollbackError")
 
 
 def _is_integrity_error(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.IntegrityError):
         return True
-    import asyncpg
+    return _is_asyncpg_error(exc, "IntegrityConstraintViolationError")
 
-    return isinstance(exc, asyncpg.IntegrityConstraintViolationError)
+
+def _is_asyncpg_error(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is asyncpg's exception class `name` (asyncpg is loaded only where
+    PostgreSQL is used: an error of a process without it is none of asyncpg's)."""
+    asyncpg = sys.modules.get("asyncpg")
+    return asyncpg is not None and isinstance(exc, getattr(asyncpg, name))
