@@ -149,10 +149,11 @@ def test_two_subscriptions_changed_at_once_both_count(admin, factory):
 
 
 def test_routes_changed_while_other_changes_lock_the_account(admin, factory):
-    """Changes of the routes (`FOR NO KEY UPDATE` on the account) at the same time as changes
-    that lock the account `FOR UPDATE` (an IP restriction, a fault rule) and creates that
-    fire by the routes: on PostgreSQL each request has a connection of its own, and every
-    one must succeed (no deadlock aborts one), with all the route changes kept."""
+    """Changes of the routes (`FOR NO KEY UPDATE` on the account, after their inserts took
+    `FOR KEY SHARE` on it) at the same time as other changes that lock the account (an IP
+    restriction, a fault rule; with `FOR UPDATE`, as they took before, they deadlocked):
+    on PostgreSQL each request has a connection of its own, and every one must succeed
+    (no deadlock aborts one), with all the route changes kept."""
     import httpx
 
     first, second = destination(admin), destination(admin)
