@@ -33,9 +33,7 @@ async def _made(http: httpx.AsyncClient, path: str, body: dict[str, object]) -> 
 def test_changes_that_lock_the_account_all_succeed_at_once(server: Server) -> None:
     async def run() -> Counter[int]:
         statuses: Counter[int] = Counter()
-        async with httpx.AsyncClient(
-            base_url=server.base, headers=server.headers(), timeout=60
-        ) as http:
+        async with server.client() as http:
             target = {"target": {"datadog": {"api_key": "k"}}}
             destinations = [await _made(http, "/event_destinations", target) for _ in range(2)]
             sources = {"sources": [{"type": CREATED}], "destination_ids": [destinations[0]]}

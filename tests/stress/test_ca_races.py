@@ -67,9 +67,7 @@ def test_delete_versus_sign(server: Server) -> None:
     outcomes: Counter[str] = Counter()
 
     async def run() -> None:
-        async with httpx.AsyncClient(
-            base_url=server.base, headers=server.headers(), timeout=60
-        ) as http:
+        async with server.client() as http:
             for _ in range(ROUNDS):
                 await _round(http, outcomes)
 

@@ -96,9 +96,7 @@ def test_mixed_load_with_two_workers(server: Server) -> None:
 
     async def run() -> None:
         limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
-        async with httpx.AsyncClient(
-            base_url=server.base, headers=server.headers(), timeout=60, limits=limits
-        ) as http:
+        async with server.client(limits=limits) as http:
             await asyncio.gather(*(load.client(http, n) for n in range(CLIENTS)))
 
     started = time.monotonic()

@@ -22,7 +22,7 @@ RESERVERS = 8
 
 
 def _client(server: Server) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=server.base, headers=server.headers(), timeout=60)
+    return server.client()
 
 
 def test_one_domain_reserved_by_many_at_once(server: Server) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-import httpx
 import pytest
 
 from tests.stress.conftest import CYCLES
@@ -24,9 +23,7 @@ def test_concurrent_creates_stop_at_the_quota(server: Server) -> None:
     outcomes: Counter[str] = Counter()
 
     async def run() -> None:
-        async with httpx.AsyncClient(
-            base_url=server.base, headers=server.headers(), timeout=60
-        ) as http:
+        async with server.client() as http:
             for _ in range(max(CYCLES, 2)):
                 responses = await asyncio.gather(
                     *(http.post(PATH, json={"body": str(n)}) for n in range(CREATORS))
