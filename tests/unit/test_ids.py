@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tunnelgw.core import ids
@@ -54,6 +56,36 @@ def test_ids_made_at_once_are_consecutive_and_fit_between_the_others(monkeypatch
     assert [_value(value) for value in carried] == [top, top + 1, top + 2]
     assert carried[2].endswith("0000")
     assert carried[1].endswith("zzzz")
+
+
+def test_an_id_and_the_ids_made_with_it_follow_each_other():
+    """An event's id and its deliveries' ids: one draw, the others right after the first."""
+    before = ids.new_id("x")
+    event, deliveries = ids.new_id_and_ids("ev", "evd", 10)
+    after = ids.new_id("x")
+    assert ids.is_valid(event, "ev")
+    assert all(ids.is_valid(value, "evd") for value in deliveries)
+    values = [_value(event), *(_value(value) for value in deliveries)]
+    assert values == list(range(values[0], values[0] + 11))
+    assert _value(before) < values[0]
+    assert values[-1] < _value(after)
+    assert ids.new_id_and_ids("ev", "evd", 0)[1] == []
+
+
+def test_a_forked_process_draws_other_random_bits_than_its_parent():
+    """The bits come from a block of the CSPRNG's output: a child must not reuse its
+    parent's block, or both would make the same ids in the same millisecond."""
+    ids.new_id("x")  # the parent holds a block with bits left
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.write(writer, str(ids._random_bits()).encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(child, 0)
+    with os.fdopen(reader) as pipe:
+        theirs = int(pipe.read())
+    assert ids._random_bits() != theirs
 
 
 def test_base62_round_trip_width():
@@ -136,6 +168,8 @@ def test_seeded_ids_made_at_once_are_those_made_one_by_one(unseeded):
     one_by_one = [ids.new_id("x") for _ in range(4)]
     ids.seed("x")
     assert ids.new_ids("x", 4) == one_by_one
+    ids.seed("x")
+    assert ids.new_id_and_ids("x", "x", 3) == (one_by_one[0], one_by_one[1:])
 
 
 def test_each_kind_of_value_has_its_own_stream(unseeded):

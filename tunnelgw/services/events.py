@@ -263,7 +263,9 @@ async def _fire(
         if not targets:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
-        event_id = ids.new_id(EVENT_PREFIX)
+        event_id, delivery_ids = ids.new_id_and_ids(
+            EVENT_PREFIX, EventRecord.DELIVERY_PREFIX, len(targets)
+        )
         event = {
             "event_id": event_id,
             "event_type": type_,
@@ -272,7 +274,6 @@ async def _fire(
         }
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
-        delivery_ids = ids.new_ids(EventRecord.DELIVERY_PREFIX, len(targets))
         deliveries: list[Delivery] = []
         for delivery_id, (subscription_id, destination_id) in zip(
             delivery_ids, targets, strict=True
