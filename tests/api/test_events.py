@@ -278,7 +278,7 @@ def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
     from tunnelgw.storage import db
 
     subscribe(admin, ["api_key_created.v0"], [destination(admin)])
-    monkeypatch.setattr(settings, "event_deliveries_max", 20)  # deleted 2 (a tenth) at a time
+    monkeypatch.setattr(settings, "event_deliveries_max", 20)  # deleted 10 (half) at a time
 
     async def stored() -> int:
         async with db.read() as unit:
@@ -292,7 +292,10 @@ def test_reads_stop_at_the_bound_before_the_oldest_are_deleted(
     assert [item["event"]["object"]["id"] for item in events(admin)] == made[1:]
     assert count(admin) == 20
     assert count(admin, since=events(admin)[0]["created_at"]) == 20
-    admin.post(KEYS, json={})
+    more = [admin.post(KEYS, json={}).json()["id"] for _ in range(8)]
+    assert factory._run(stored) == 29  # 9 written since the last delete: still waiting
+    assert [item["event"]["object"]["id"] for item in events(admin)] == (made + more)[9:]
+    admin.post(KEYS, json={})  # the 10th
     assert factory._run(stored) == 20
 
 

@@ -86,7 +86,7 @@ def test_verify_in_a_child_pytest(kit, tmp_path):  # noqa: F811 - the fixture im
 
 
 def test_the_journal_keeps_the_newest_requests(engine_url):
-    # 20 kept: the server deletes the older ones once 2 more (a tenth) are written, and reads
+    # 20 kept: the server deletes the older ones once 10 more (half) are written, and reads
     # never show more than the newest 20 in between.
     server = TunnelgwServer(database_url=engine_url, journal_max_entries=20)
     with server, server.client() as client:

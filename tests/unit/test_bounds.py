@@ -1,6 +1,6 @@
 """Per-account bounds of append-only records (tunnelgw.services.bounds): reads never go past an
 account's newest `keep` rows (or items of rows, weighted), and the rows past them are deleted
-once a tenth of `keep` more were written, never another account's."""
+once half of `keep` more were written, never another account's."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def _state(database: Database, account_id: str) -> tuple[int, list[int]]:
 
 def test_reads_stop_at_the_bound_and_the_rest_goes_a_slack_at_a_time(url):  # noqa: F811
     migrate.upgrade(url)
-    assert [slack(KEEP), slack(5), slack(0)] == [2, 1, 1]
+    assert [slack(KEEP), slack(5), slack(0)] == [10, 2, 1]
 
     async def main() -> None:
         database = Database(url)
@@ -68,12 +68,12 @@ def test_reads_stop_at_the_bound_and_the_rest_goes_a_slack_at_a_time(url):  # no
             await _accounts(database)
             other = await _write(database, "acct_b", 3)
             written: list[int] = []
-            for n in range(1, 26):
+            for n in range(1, 46):
                 written += await _write(database, "acct_a", 1)
                 stored, shown = await _state(database, "acct_a")
                 assert shown == written[-KEEP:]  # never more than the newest KEEP
-                # Past the bound, the oldest wait until 2 (a tenth) more were written.
-                assert stored == (n if n <= KEEP else KEEP + n % 2), n
+                # Past the bound, the oldest wait until 10 (half) more were written.
+                assert stored == (n if n <= KEEP else KEEP + n % 10), n
             written += await _write(database, "acct_a", 7)  # a batch counts all its rows
             assert await _state(database, "acct_a") == (KEEP, written[-KEEP:])
             assert await _state(database, "acct_b") == (3, other)
@@ -122,7 +122,7 @@ def test_a_weighted_bound_counts_items_and_keeps_the_row_that_reaches_it(url):  
             assert floor[1] == 1
             await _fire(database, "acct_a", [7])  # 28: the first row is all past the bound
             weights, floor = await _weighted(database, "acct_a")
-            assert weights == [7, 7, 7]  # deleted: 14 written since the last trim (>= 2)
+            assert weights == [7, 7, 7]  # deleted: 14 written since the last trim (>= 10)
             assert floor is not None
             assert floor[1] == 1
             await _fire(database, "acct_a", [20])  # exactly the bound: the rest goes

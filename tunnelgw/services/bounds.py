@@ -3,10 +3,12 @@ account keeps its newest `keep` rows, in the order of one column of the table, o
 `WeightedBound` its newest `keep` items of rows that hold several (an event's deliveries).
 
 Rows past the bound are not deleted as each is written: a process deletes an account's
-oldest once it has written `slack` more of them (a tenth of `keep`, at least 1) since it last
-did, in one statement for many rows. Reads start at `floor`, so they never show more than the
-newest `keep`, whatever waits to be deleted (rows of other processes, or of a transaction
-whose trim was rolled back, are deleted at a later trim).
+oldest once it has written `slack` more of them (half of `keep`, at least 1) since it last
+did, in one statement for many rows: so an account holds up to 1.5 times `keep` rows on disk,
+and finding where to cut (which reads the newest `keep`) costs 2 rows' reads per row written
+(a tenth of `keep` cost 10: bench/README.md, issue 31). Reads start at `floor`, so they never
+show more than the newest `keep`, whatever waits to be deleted (rows of other processes, or of
+a transaction whose trim was rolled back, are deleted at a later trim).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from tunnelgw.storage.unit import Unit
 
 def slack(keep: int) -> int:
     """How many rows of an account a process writes between two trims."""
-    return max(1, keep // 10)
+    return max(1, keep // 2)
 
 
 class Bound:
