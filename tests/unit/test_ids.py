@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tunnelgw.core import ids
@@ -70,22 +68,6 @@ def test_an_id_and_the_ids_made_with_it_follow_each_other():
     assert _value(before) < values[0]
     assert values[-1] < _value(after)
     assert ids.new_id_and_ids("ev", "evd", 0)[1] == []
-
-
-def test_a_forked_process_draws_other_random_bits_than_its_parent():
-    """The bits come from a block of the CSPRNG's output: a child must not reuse its
-    parent's block, or both would make the same ids in the same millisecond."""
-    ids.new_id("x")  # the parent holds a block with bits left
-    reader, writer = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child
-        os.write(writer, str(ids._random_bits()).encode())
-        os._exit(0)
-    os.close(writer)
-    os.waitpid(child, 0)
-    with os.fdopen(reader) as pipe:
-        theirs = int(pipe.read())
-    assert ids._random_bits() != theirs
 
 
 def test_base62_round_trip_width():

@@ -18,7 +18,6 @@ predictable from the seed: never seed a server that holds anything real.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import re
 import secrets
@@ -37,34 +36,6 @@ _BYTE_TO_BASE62 = bytes(ord(ALPHABET[byte % 62]) for byte in range(256))
 # Operation ids need uniqueness, not secrecy: a seeded PRNG, not a system call per request.
 _operation_random = random.Random(secrets.randbits(128))  # noqa: S311
 _system_random = random.SystemRandom()
-
-# The random bits of ids come from the system's CSPRNG a block at a time (one system call per
-# ~290 ids, not one per id: bench/README.md, issue 31); a forked child drops its parent's
-# block, so two processes never share one.
-_ENTROPY_BLOCK = 4096
-_RANDOM_BYTES = 14  # _RANDOM_BITS - 1 bits, with one to spare
-_entropy = b""
-_entropy_at = 0
-
-
-def _forget_entropy() -> None:
-    global _entropy, _entropy_at
-    _entropy, _entropy_at = b"", 0
-
-
-os.register_at_fork(after_in_child=_forget_entropy)
-
-
-def _random_bits() -> int:
-    """`_RANDOM_BITS - 1` random bits from the CSPRNG's current block (under `_lock`)."""
-    global _entropy, _entropy_at
-    end = _entropy_at + _RANDOM_BYTES
-    if end > len(_entropy):
-        _entropy, _entropy_at, end = os.urandom(_ENTROPY_BLOCK), 0, _RANDOM_BYTES
-    value = int.from_bytes(_entropy[_entropy_at:end]) >> (8 * _RANDOM_BYTES - _RANDOM_BITS + 1)
-    _entropy_at = end
-    return value
-
 
 # Seeded mode: the first id's simulated timestamp is 2026-01-01T00:00:00.001Z.
 SEEDED_EPOCH_MS = 1_767_225_600_000
@@ -151,7 +122,7 @@ def _next_value(count: int = 1) -> int:
         state = _seeded
         if state is None:
             now_ms = time.time_ns() // 1_000_000
-            bits = _random_bits()
+            bits = secrets.randbits(_RANDOM_BITS - 1)
         else:
             state.ms += 1  # a simulated millisecond per id: every candidate beats the last
             now_ms = state.ms
