@@ -116,13 +116,9 @@ def subscribe(base_url: str, token: str, count: int) -> None:
     headers = data.api_headers(token)
     with httpx.Client(base_url=base_url, headers=headers, timeout=data.SEED_TIMEOUT_S) as c:
         for n in range(count):
-            target = {"datadog": {"api_key": f"bench-{n}"}}
-            made = c.post("/event_destinations", json={"target": target})
+            made = c.post("/event_destinations", json=data.destination_body(n))
             made.raise_for_status()
-            body = {
-                "sources": [{"type": "http_response_backend_created.v0"}],
-                "destination_ids": [made.json()["id"]],
-            }
+            body = data.subscription_body(made.json()["id"])
             c.post("/event_subscriptions", json=body).raise_for_status()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -37,6 +38,19 @@ def new_token() -> str:
 
 def api_headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "Service-Version": "2"}
+
+
+def destination_body(n: int) -> dict[str, Any]:
+    """The `n`-th event destination of the bench's subscriptions (one each)."""
+    return {"target": {"datadog": {"api_key": f"bench-{n}"}}}
+
+
+def subscription_body(destination_id: str) -> dict[str, Any]:
+    """A subscription to the created event of the bench's resource, to one destination."""
+    return {
+        "sources": [{"type": "http_response_backend_created.v0"}],
+        "destination_ids": [destination_id],
+    }
 
 
 def seed_via_api(base_url: str, token: str, rows: int) -> list[str]:

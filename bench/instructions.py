@@ -30,6 +30,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH_DIR), str(BENCH_DIR.parent)]
 
 import ab  # noqa: E402
+import servers  # noqa: E402
 
 DRIVER = BENCH_DIR / "inprocess.py"
 _TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
@@ -45,8 +46,7 @@ def instructions(python: Path, args: argparse.Namespace, subscriptions: int, cre
             *("--warmup", str(args.warmup), "--creates", str(creates)),
             *("--concurrency", str(args.concurrency)),
         ]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as bench/servers.py: no compile per run
+        env = {**servers.user_environ(), "PYTHONHASHSEED": "0"}
         subprocess.run(command, cwd=tmp, env=env, check=True, capture_output=True)
         found = _TOTAL.search(out.read_bytes())
         if found is None:

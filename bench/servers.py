@@ -118,15 +118,20 @@ def wait_ready(server: Server, path: str, timeout: float = READY_TIMEOUT_S) -> f
     raise RuntimeError(f"{server.name} not ready in {timeout:.0f}s:\n{log_tail(server.log_path)}")
 
 
+def user_environ() -> dict[str, str]:
+    """This process's environment as a user's would be: bytecode cached (this sandbox, tox
+    and CI set PYTHONDONTWRITEBYTECODE, which would make every start compile the project
+    again)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def start(
     name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path = REPO_DIR
 ) -> Server:
     """Start `command`, which listens on the port given after its `--port`/`-p` flag."""
     flag = "--port" if "--port" in command else "-p"
     port = int(command[command.index(flag) + 1])
-    # Servers start as a user's would: with their bytecode cached (this sandbox, tox and CI
-    # set PYTHONDONTWRITEBYTECODE, which would make every start compile the project again).
-    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environ = user_environ()
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,
