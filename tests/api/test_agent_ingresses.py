@@ -4,19 +4,18 @@ test database is shared by the session, so every test makes its own domains."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.factories import assert_error
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.handlers import agent_ingresses
 from tunnelgw.models import AgentIngress
 from tunnelgw.rules import hostnames
 
 PATH = "/agent_ingresses"
 REGIONS = ["au", "eu", "ap", "us", "jp", "in", "sa"]
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 
 
 def _domain(parent: str = "example.com") -> str:

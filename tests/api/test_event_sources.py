@@ -3,16 +3,14 @@ are made by Factory.row."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from tests.factories import assert_error
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import EventSubscription
 
 BASE = "http://testserver"
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 CATALOG = SPEC["components"]["schemas"]["EventType"]["enum"]
 RESOURCES = [
     "api_key",

@@ -3,16 +3,14 @@ for every resource this server has; anything else is still 400."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from tests.factories import assert_error
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import RESOURCES, EventSubscription
 from tunnelgw.models.edge import KIND_PREFIXES
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 CATALOG = SPEC["components"]["schemas"]["EventType"]["enum"]
 TRAFFIC = ["http_request_complete.v0", "tcp_connection_closed.v0"]
 # The kinds whose changes fire events, as the models declare them (EVENT_KIND; edges by

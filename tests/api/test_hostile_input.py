@@ -4,15 +4,13 @@ answering, and nothing is written."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 from sqlmodel import SQLModel, func, select
 
 from tests.conftest import MAX_BODY_BYTES, OPERATOR_TOKEN
+from tunnelgw.core.spec import load as load_spec
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 JSON = {"Content-Type": "application/json"}
 
 BODY_OPERATIONS = [

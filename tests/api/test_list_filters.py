@@ -5,18 +5,17 @@ filter error code, and the endpoint list's exact-match id/url/ids/urls."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import yaml
 
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import Endpoint, EventSubscription
 from tunnelgw.services import listing
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 # The operator's list of the server's accounts (admin API) is no list of an account's
 # resources, and the platform's API has none: it pages, it does not filter.
 UNFILTERED = {"/_admin/accounts"}

@@ -5,24 +5,23 @@ settings for one test at a time."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.creates import CREATES
 from tests.factories import assert_error
 from tunnelgw.core import ids
 from tunnelgw.core import settings as settings_module
 from tunnelgw.core.errors import ApiError
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import QUOTA_KINDS, HttpResponseBackend
 from tunnelgw.services import quotas
 from tunnelgw.storage import db
 
 pytestmark = pytest.mark.inprocess  # sets the serving app's settings
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 
 # Creates that are not counted, and why: an event subscription has at most one source per
 # event type (so its sources are bounded by the subscriptions' quota); the admin API's fault

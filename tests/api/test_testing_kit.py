@@ -32,6 +32,7 @@ import httpx
 import pytest
 import yaml
 
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.seeding import FixtureError
 from tunnelgw.testing import TunnelgwError, TunnelgwServer, TunnelgwStartError
 
@@ -39,10 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tunnelgw",)  # its handlers and models are symlinks inside it
 CHILD_TIMEOUT = 300
 
-ADMIN_API = any(
-    path.startswith("/_admin/")
-    for path in yaml.safe_load((ROOT / "openapi.yaml").read_text())["paths"]
-)
+ADMIN_API = any(path.startswith("/_admin/") for path in load_spec()["paths"])
 needs_admin_api = pytest.mark.skipif(
     not ADMIN_API, reason="the admin API (/_admin/) is not in this tree's openapi.yaml yet"
 )

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec
@@ -22,6 +21,7 @@ from tests.factories import (
     tls_upload,
     x509_certificate,
 )
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.crypto import keys, tls
 from tunnelgw.models import TlsCertificate
 
@@ -290,7 +290,7 @@ def test_every_rule_has_its_code_and_writes_nothing(admin):
 def test_the_spec_limits_are_the_crypto_limits():
     """The whole-field limits are declared in the spec (validated before any parsing); a
     65537-character chain does not fit the test server's 64 KiB body limit."""
-    schema = yaml.safe_load(SPEC.read_text())["components"]["schemas"]["TlsCertificateCreate"]
+    schema = load_spec()["components"]["schemas"]["TlsCertificateCreate"]
     props = schema["properties"]
     assert props["certificate_pem"]["maxLength"] == tls.MAX_CHAIN_CHARS == 65536
     assert props["private_key_pem"]["maxLength"] == tls.MAX_KEY_CHARS == 16384

@@ -4,16 +4,14 @@ repeated path value must equal the path (else 400 ERR_INVALID_FIELD, details.fie
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from tests.factories import assert_error
 from tunnelgw.core import ids
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import Edge, EventSubscription, TunnelGroupBackend
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 PATCH_PATHS = sorted(path for path, item in SPEC["paths"].items() if "patch" in item)
 
 # A create body per resource whose PATCH takes `id`.

@@ -48,16 +48,15 @@ import functools
 import os
 import secrets
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import schemathesis
-import yaml
 
 from tests.contract import seed
 from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.crypto import CryptoError, Rule, issuing, ssh, tls, x509
 from tunnelgw.handlers import access_tokens, tls_edge_backend
 from tunnelgw.http.validation import check_extensions
@@ -150,7 +149,7 @@ CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
 @functools.cache
 def _example_target() -> dict[str, Any]:
     """The spec's example event target (a valid one)."""
-    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+    spec = load_spec()
     target: dict[str, Any] = spec["components"]["schemas"]["EventTarget"]["example"]
     return target
 
@@ -171,7 +170,7 @@ def _event_target(body: dict[str, Any], required: bool = False) -> dict[str, Any
 @functools.cache
 def _example_chain() -> str:
     """The spec's example chain (a valid one, to check a generated key against)."""
-    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+    spec = load_spec()
     chain: str = spec["components"]["schemas"]["TlsCertificateCreate"]["properties"][
         "certificate_pem"
     ]["example"]

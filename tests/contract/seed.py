@@ -17,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
 from sqlalchemy import delete
 from sqlmodel import col
 
 from tunnelgw.core import ids
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.models import (
     ApplicationSession,
     ApplicationUser,
@@ -49,7 +49,7 @@ from tunnelgw.storage.unit import Unit
 # (`path.<name>`, `body.<field>`; a list for an array field).
 Entries = list[tuple[tuple[str, str], dict[str, str | list[str]]]]
 
-_SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+_SPEC = load_spec()
 # The seeded vault's name (tests/contract/hooks.py names it where a case names no vault).
 VAULT_NAME = "contract-vault"
 SEEDED_TYPES = [

@@ -6,7 +6,6 @@ import json
 import re
 from pathlib import Path
 
-import yaml
 from connexion.exceptions import (
     BadRequestProblem,
     ExtraParameterProblem,
@@ -18,13 +17,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from tunnelgw.core.errors import ApiError, Code, catalog
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.http.rendering import ErrorRenderer, to_api_error
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_catalog_equals_spec_enum():
-    spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    spec = load_spec()
     enum = spec["components"]["schemas"]["Error"]["properties"]["error_code"]["enum"]
     assert enum == [code.error_code for code in catalog()]
 

@@ -3,16 +3,12 @@ IngressHostname schemas (requests are validated by the spec; fixtures by the mod
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
+from tunnelgw.core.spec import load as load_spec
 from tunnelgw.rules import hostnames
 
-SCHEMAS = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())[
-    "components"
-]["schemas"]
+SCHEMAS = load_spec()["components"]["schemas"]
 
 
 @pytest.mark.parametrize(

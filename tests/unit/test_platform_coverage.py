@@ -10,13 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tunnelgw.core import platform
+from tunnelgw.core.spec import load as load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "platform-coverage.md"
-SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+SPEC = load_spec()
 BEGIN, END = "<!-- coverage: begin -->", "<!-- coverage: end -->"
 # Tags of this server's own operations, which are no operations of the platform.
 OWN_TAGS = {"service", "admin"}

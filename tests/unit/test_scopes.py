@@ -4,13 +4,10 @@ operation that takes a credential names a scope, every scope it names is one a t
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 from tunnelgw.core import scopes
+from tunnelgw.core.spec import load as load_spec
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+SPEC = load_spec()
 
 
 def _operations() -> dict[str, bool]:

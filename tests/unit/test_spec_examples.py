@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from openapi_schema_validator import (
     OAS30ReadValidator,
     OAS30Validator,
@@ -18,7 +16,9 @@ from openapi_schema_validator import (
     oas30_format_checker,
 )
 
-SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+from tunnelgw.core.spec import load as load_spec
+
+SPEC = load_spec()
 OPERATIONS = [
     (path, method, op)
     for path, item in SPEC["paths"].items()
