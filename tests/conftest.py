@@ -123,7 +123,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # shares its server with the test after it). pytest-xdist's own `loadgroup` marks are not
 # honoured under pytest 9, and `loadfile` would keep every module whole.
 WHOLE_MODULES = frozenset(
-    {"tests/api/test_platform_profile.py", "tests/contract/test_schemathesis.py"}
+    {
+        "tests/api/test_platform_profile.py",
+        "tests/contract/test_schemathesis.py",
+        # Its tests share one fresh install (a module fixture of ~20 s).
+        "tests/install/test_clean_install.py",
+    }
 )
 
 

@@ -5,8 +5,9 @@ folder on PYTHONPATH with its own `models.py` and `handlers/`: `tunnelgw serve` 
 authenticated request, the testing kit (`TunnelgwServer`) serves, the pytest plugin's
 `tunnelgw` fixture serves, and the user's modules stay the user's.
 
-The dependencies come from the index through pip's cache, pinned to the versions this
-environment runs (no resolution, no new downloads once cached)."""
+The wheel is built and installed with uv (the test extra brings it), whose cache tox's
+environments fill (tox-uv): the dependencies are pinned to the versions this environment runs,
+so nothing new is resolved or downloaded once cached."""
 
 from __future__ import annotations
 
@@ -127,17 +128,19 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
             )
         else:
             shutil.copy(path, source / name)
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent))
+    assert uv, "uv is not installed beside this interpreter (pip install -e '.[test]')"
     started = time.monotonic()
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", source])
+    _run([uv, "build", "--wheel", "-q", "--out-dir", base / "dist", source])
     (wheel,) = (base / "dist").glob("tunnelgw-*.whl")
     built = time.monotonic()
     venv = base / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     (base / "pins.txt").write_text(_pins())
-    pip = [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check"]
-    _run([*pip, "install", "-q", "--no-input", "-c", base / "pins.txt", wheel, "pytest"])
-    _run([*pip, "install", "-q", "--no-input", "--no-deps", _other_distribution(base)])
+    pip = [uv, "pip", "install", "-q", "--python", python]
+    _run([*pip, "-c", base / "pins.txt", wheel, "pytest"])
+    _run([*pip, "--no-deps", _other_distribution(base)])
     print(f"wheel {built - started:.1f}s, venv and install {time.monotonic() - built:.1f}s")
     project = base / "project"
     (project / "handlers").mkdir(parents=True)
