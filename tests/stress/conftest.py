@@ -1,5 +1,5 @@
 """Stress fixtures: a fresh database per test on each engine (SQLite file, or a database in a
-throwaway PostgreSQL cluster shared by the module), and sizes from the environment."""
+throwaway PostgreSQL cluster shared by the session), and sizes from the environment."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ CYCLES = int(os.environ.get("TUNNELGW_STRESS_CYCLES", "3"))
 LOAD_SECONDS = float(os.environ.get("TUNNELGW_STRESS_LOAD_SECONDS", "3"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pg_base() -> Iterator[str]:
+    """One throwaway cluster for the session's PostgreSQL tests, each on a database of its own."""
     with pgcluster.cluster() as base:
         yield base
 
