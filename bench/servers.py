@@ -119,9 +119,9 @@ def wait_ready(server: Server, path: str, timeout: float = READY_TIMEOUT_S) -> f
 
 
 def user_environ() -> dict[str, str]:
-    """This process's environment as a user's would be: bytecode cached (this sandbox, tox
-    and CI set PYTHONDONTWRITEBYTECODE, which would make every start compile the project
-    again)."""
+    """This process's environment as a user's would be: bytecode cached (a shell may set
+    PYTHONDONTWRITEBYTECODE, as this sandbox does, which would make every start compile the
+    project again)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
