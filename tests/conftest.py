@@ -115,21 +115,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "inprocess" in item.keywords:
                 item.add_marker(skip)
+    # The Schemathesis runs first: they are bounded in time, not in work, so started first
+    # they run beside the rest instead of after it (under xdist, see below).
+    items.sort(key=lambda item: _first_rank(item.nodeid.split("::", 1)[0]))
 
 
-# Under pytest-xdist (`-n N`, tox's py and pg) tests are handed out one at a time, longest
-# work first, but these modules go whole to one process: their tests share state (the
-# platform profile's last test checks what the others answered; the main Schemathesis run
-# shares its server with the test after it). pytest-xdist's own `loadgroup` marks are not
-# honoured under pytest 9, and `loadfile` would keep every module whole.
+# Under pytest-xdist (`-n N`, tox's py and pg) tests are handed out one at a time in the
+# order above (FIRST, then as collected), but these modules go whole to one process: their
+# tests share state (the platform profile's last test checks what the others answered; the
+# main Schemathesis run shares its server with the test after it), or a costly fixture. So the
+# main Schemathesis run holds one process, the side runs one after the other hold the other
+# for about half as long, and the remaining tests fill both. pytest-xdist's own `loadgroup`
+# marks are not honoured under pytest 9, and `loadfile` would keep every module whole.
+FIRST = ("tests/contract/test_schemathesis.py", "tests/contract/test_schemathesis_side.py")
 WHOLE_MODULES = frozenset(
     {
+        *FIRST,
         "tests/api/test_platform_profile.py",
-        "tests/contract/test_schemathesis.py",
         # Its tests share one fresh install (a module fixture of ~20 s).
         "tests/install/test_clean_install.py",
     }
 )
+
+
+def _first_rank(module: str) -> int:
+    return FIRST.index(module) if module in FIRST else len(FIRST)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -141,6 +151,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             module = nodeid.split("::", 1)[0]
             return module if module in WHOLE_MODULES else nodeid
 
+    # In the order of the items: pytest-xdist would hand out the largest units first (the
+    # platform profile's 46 quick tests before the Schemathesis runs).
+    config.option.loadscopereorder = False
     return TestsKeepingModules(config, log)
 
 
