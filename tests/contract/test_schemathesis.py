@@ -10,6 +10,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from tests import pgcluster
 from tests.contract import seed
 from tests.stress.server import Server
 from tunnelgw import seeding
@@ -67,9 +69,17 @@ def _live_server(
     """A `tunnelgw serve` for a contract run, and settings on its database; stopped after,
     with no traceback in its log."""
     data_dir = tmp_path_factory.mktemp(name)
-    database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")
+    database_url = os.environ.get("TUNNELGW_TEST_DATABASE_URL")  # else SQLite in `data_dir`
+    if base := os.environ.get("TUNNELGW_TEST_PG_BASE"):
+        # A database of its own on the session's throwaway cluster (tests/conftest.py): the
+        # example world the run is seeded with holds names unique across accounts (its
+        # reserved domains), which later tests on this process's database load too.
+        database_url = pgcluster.create_database(
+            base, f"{name.replace('-', '_')}_{uuid.uuid4().hex[:10]}"
+        )
     # Servers on one database share one key-encryption key (docs/configuration.md): on a
-    # shared test database the API tests' server may have made the issuing CA already.
+    # database given by TUNNELGW_TEST_DATABASE_URL the API tests' server may have made the
+    # issuing CA already.
     kek = keys.encode_kek(keys.load_or_create_kek(settings))
     srv = Server(
         data_dir,
