@@ -30,6 +30,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,11 @@ def create_database(base_url: str, name: str) -> str:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return f"{base_url}/{name}"
+
+
+def new_database(base_url: str, prefix: str) -> str:
+    """A new database of its own, `<prefix>_<random>`, in the cluster at `base_url`; its URL."""
+    return create_database(base_url, f"{prefix}_{uuid.uuid4().hex[:10]}")
 
 
 if __name__ == "__main__":  # manual use: python -m tests.pgcluster

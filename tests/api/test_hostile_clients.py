@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     url = None
     base = os.environ.get("TUNNELGW_TEST_PG_BASE")
     if base:
-        url = pgcluster.create_database(base, f"hostile_{uuid.uuid4().hex[:10]}")
+        url = pgcluster.new_database(base, "hostile")
     server = Server(data_dir, url, "tgw_hostile_" + secrets.token_hex(12), workers=1, env=ENV)
     server.start()
     try:

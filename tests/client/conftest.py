@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -24,9 +23,7 @@ def profile_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     file, or a new database of the session's PostgreSQL cluster)."""
     url = None
     if os.environ.get("TUNNELGW_TEST_ENGINE") == "postgresql":
-        url = pgcluster.create_database(
-            os.environ["TUNNELGW_TEST_PG_BASE"], f"client_{uuid.uuid4().hex[:10]}"
-        )
+        url = pgcluster.new_database(os.environ["TUNNELGW_TEST_PG_BASE"], "client")
     server = Server(
         tmp_path_factory.mktemp("profile"),
         url,

@@ -10,7 +10,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,9 +73,7 @@ def _live_server(
         # A database of its own on the session's throwaway cluster (tests/conftest.py): the
         # example world the run is seeded with holds names unique across accounts (its
         # reserved domains), which later tests on this process's database load too.
-        database_url = pgcluster.create_database(
-            base, f"{name.replace('-', '_')}_{uuid.uuid4().hex[:10]}"
-        )
+        database_url = pgcluster.new_database(base, name.replace("-", "_"))
     # Servers on one database share one key-encryption key (docs/configuration.md): on a
     # database given by TUNNELGW_TEST_DATABASE_URL the API tests' server may have made the
     # issuing CA already.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -31,7 +30,7 @@ def server(request: pytest.FixtureRequest, tmp_path) -> Iterator[Server]:
     url = None
     if request.param == "postgresql":
         base = request.getfixturevalue("pg_base")
-        url = pgcluster.create_database(base, f"stress_{uuid.uuid4().hex[:10]}")
+        url = pgcluster.new_database(base, "stress")
     # A test module may set further settings in SERVER_ENV.
     env = getattr(request.module, "SERVER_ENV", {})
     srv = Server(tmp_path, url, "tgw_stress_" + secrets.token_hex(12), env=env)

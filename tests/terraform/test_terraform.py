@@ -79,7 +79,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if os.environ.get("TUNNELGW_TEST_ENGINE") == "postgresql":
         # The session's throwaway cluster (tests/conftest.py), a database of this module's.
         base = os.environ["TUNNELGW_TEST_PG_BASE"]
-        url = pgcluster.create_database(base, f"terraform_{uuid.uuid4().hex[:10]}")
+        url = pgcluster.new_database(base, "terraform")
     server = Server(
         tmp_path_factory.mktemp("terraform"),
         url,
