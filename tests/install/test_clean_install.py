@@ -138,9 +138,9 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     _run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     (base / "pins.txt").write_text(_pins())
-    pip = [uv, "pip", "install", "-q", "--python", python]
-    _run([*pip, "-c", base / "pins.txt", wheel, "pytest"])
-    _run([*pip, "--no-deps", _other_distribution(base)])
+    install = [uv, "pip", "install", "-q", "--python", python]
+    _run([*install, "-c", base / "pins.txt", wheel, "pytest"])
+    _run([*install, "--no-deps", _other_distribution(base)])
     print(f"wheel {built - started:.1f}s, venv and install {time.monotonic() - built:.1f}s")
     project = base / "project"
     (project / "handlers").mkdir(parents=True)
