@@ -4,6 +4,7 @@
     python bench/ab.py 4a5609b HEAD            # two commits
     python bench/ab.py --b-env TUNNELGW_ADMIN_API=1        # the working tree, journal off / on
     python bench/ab.py --b-subscriptions 10                # ... without / with 10 subscriptions
+    python bench/ab.py dd0582f HEAD --pairs 20 --rounds 3  # short runs in pairs (shared machine)
 
 Each side is installed as a user installs it (`pip install` of its sources into a venv of its
 own, cached in ~/.cache/tunnelgw/bench-ab; the working tree's sources are those of
@@ -12,9 +13,16 @@ neutral folder, so neither imports the other's code. Then, for each round, each 
 (the order swapped every round, so a drift of the machine's load falls on both):
 start-up to the first answered request on a fresh data dir; then a fresh server, rows seeded
 through the API, and the scenarios: GET by id at --connections and at 1 connection, list pages
-under rotating cursors, create; and the worker's RSS after them. Printed: the median of each
-side, B/A of the medians, and the spread of the per-round ratios. Timings are never a test
-verdict: the exit status says only whether the runs completed.
+under rotating cursors, create; and the worker's RSS after them.
+
+With `--pairs N`, a round starts a server of each side at once, and runs each scenario N times
+on each, in short runs (`--duration`, 1 s) taken in pairs, A then B or B then A by turns. A
+machine whose other tenants come and go within seconds moves the two runs of a pair alike,
+where 5-second runs one side after the other caught them on one side only.
+
+Printed: the median of each side and B/A of the medians, then the B/A of each round (each
+pair): their median, middle half and range. Timings are never a test verdict: the exit status
+says only whether the runs completed.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,16 +132,24 @@ def subscribe(base_url: str, token: str, count: int) -> None:
             c.post("/event_subscriptions", json=body).raise_for_status()
 
 
-def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no: int) -> None:
+def measure_startup(side: Side, args: argparse.Namespace, workdir: Path, tag: str) -> None:
+    """Start-up to the first answered request on a fresh data dir."""
+    env = {"TUNNELGW_BOOTSTRAP_TOKEN": data.new_token(), **QUOTA_ENV, **side.env}
+    command = servers.tunnelgw_command(1, workdir / f"{tag}-startup", python=str(side.python))
+    seconds = servers.startup_seconds(command, env, workdir / f"{tag}-startup.log", cwd=workdir)
+    side.results.setdefault("startup", []).append(seconds)
+
+
+@contextmanager
+def serving(
+    side: Side, args: argparse.Namespace, workdir: Path, tag: str
+) -> Iterator[tuple[servers.Server, dict[str, tuple[Load, Shape]]]]:
+    """A fresh server of `side`, rows seeded through the API, warmed up; with the load of each
+    scenario, `args.duration` seconds long."""
     token = data.new_token()
     env = {"TUNNELGW_BOOTSTRAP_TOKEN": token, **QUOTA_ENV, **side.env}
-    tag = f"{side.label.replace(' ', '-')}-{round_no}"
-    log = workdir / f"{tag}.log"
-    if "startup" in args.scenarios:
-        command = servers.tunnelgw_command(1, workdir / f"{tag}-startup", python=str(side.python))
-        seconds = servers.startup_seconds(command, env, log, cwd=workdir)
-        side.results.setdefault("startup", []).append(seconds)
     command = servers.tunnelgw_command(1, workdir / f"{tag}-data", python=str(side.python))
+    log = workdir / f"{tag}.log"
     with servers.serving("tunnelgw", command, env, log, "/readyz", cwd=workdir) as server:
         base = server.base_url
         paths = data.rotating_paths(data.seed_via_api(base, token, args.rows))
@@ -140,33 +158,87 @@ def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no:
         get = Load(paths, token)
         load.run(args.tool, base, get, Shape(args.warmup, 4))
         concurrent = Shape(args.duration, args.connections, args.threads)
-        runs: dict[str, tuple[Load, Shape]] = {
-            "get": (get, concurrent),
-            "seq": (get, Shape(args.duration, 1, 1)),
-            "listread": (data.list_pages(paths, token), concurrent),
-            "create": (data.creates(token), concurrent),
-        }
-        for name, (work, shape) in runs.items():
-            if name not in args.scenarios:
-                continue
-            stats = load.run(args.tool, base, work, shape)
-            if stats.non_2xx or stats.errors:
-                raise RuntimeError(f"{side.label} {name}: {stats.non_2xx} non-2xx, {stats.sample}")
-            side.results.setdefault(name, []).append(stats.p50_ms if name == "seq" else stats.rps)
+        yield (
+            server,
+            {
+                "get": (get, concurrent),
+                "seq": (get, Shape(args.duration, 1, 1)),
+                "listread": (data.list_pages(paths, token), concurrent),
+                "create": (data.creates(token), concurrent),
+            },
+        )
+
+
+def measure_load(
+    side: Side, args: argparse.Namespace, server: servers.Server, name: str, run: tuple[Load, Shape]
+) -> None:
+    """One load run of scenario `name` on `server`, its figure kept."""
+    work, shape = run
+    stats = load.run(args.tool, server.base_url, work, shape)
+    if stats.non_2xx or stats.errors:
+        raise RuntimeError(f"{side.label} {name}: {stats.non_2xx} non-2xx, {stats.sample}")
+    side.results.setdefault(name, []).append(stats.p50_ms if name == "seq" else stats.rps)
+
+
+def measure_rss(side: Side, server: servers.Server) -> None:
+    rss = sum(p.rss_mib for p in servers.memory(server) if p.role == "worker")
+    side.results.setdefault("rss", []).append(rss)
+
+
+def load_scenarios(args: argparse.Namespace) -> list[str]:
+    return [name for name in ("get", "seq", "listread", "create") if name in args.scenarios]
+
+
+def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no: int) -> None:
+    """One side's round: its start-up, then a server of its own through each scenario."""
+    tag = f"{side.label.replace(' ', '-')}-{round_no}"
+    if "startup" in args.scenarios:
+        measure_startup(side, args, workdir, tag)
+    with serving(side, args, workdir, tag) as (server, runs):
+        for name in load_scenarios(args):
+            measure_load(side, args, server, name, runs[name])
         if "rss" in args.scenarios:
-            rss = sum(p.rss_mib for p in servers.memory(server) if p.role == "worker")
-            side.results.setdefault("rss", []).append(rss)
+            measure_rss(side, server)
+
+
+def measure_paired_round(
+    sides: tuple[Side, Side], args: argparse.Namespace, workdir: Path, round_no: int
+) -> None:
+    """A round with `--pairs`: each side's start-up, then a server of each side up at once and
+    each scenario in `--pairs` pairs of short runs, A then B or B then A by turns, so that
+    what the machine's other tenants do falls on both sides of a pair alike."""
+    tags = [f"{side.label.replace(' ', '-')}-{round_no}" for side in sides]
+    if "startup" in args.scenarios:
+        for side, tag in zip(sides, tags, strict=True):
+            measure_startup(side, args, workdir, tag)
+    with ExitStack() as stack:
+        up = [
+            stack.enter_context(serving(s, args, workdir, t))
+            for s, t in zip(sides, tags, strict=True)
+        ]
+        for name in load_scenarios(args):
+            for pair in range(args.pairs):
+                order = (0, 1) if (pair + round_no) % 2 == 0 else (1, 0)
+                for index in order:
+                    server, runs = up[index]
+                    measure_load(sides[index], args, server, name, runs[name])
+        if "rss" in args.scenarios:
+            for side, (server, _) in zip(sides, up, strict=True):
+                measure_rss(side, server)
 
 
 # --- report -------------------------------------------------------------------------------
 
 
 def report(a: Side, b: Side, scenarios: list[str]) -> list[dict[str, Any]]:
-    """A line per scenario: the medians, B/A, and the per-round ratios' range."""
+    """A line per scenario: the medians of each side and B/A of them; then the B/A of each
+    round (of each pair with `--pairs`): their median, middle half and range."""
     rows = []
-    rounds = max((len(v) for v in a.results.values()), default=0)
-    print(f"\nA = {a.label}, B = {b.label}; medians of {rounds} round(s)")
-    print(f"{'scenario':<52} {'A':>9} {'B':>9} {'B/A':>6}  per-round B/A")
+    print(f"\nA = {a.label}, B = {b.label}")
+    print(
+        f"{'scenario':<52} {'runs':>4} {'A':>8} {'B':>8} {'B/A':>5}"
+        "  per round (pair) B/A: median, middle half, range"
+    )
     for name in scenarios:
         title, unit, higher = METRICS[name]
         xs, ys = a.results.get(name, []), b.results.get(name, [])
@@ -174,9 +246,12 @@ def report(a: Side, b: Side, scenarios: list[str]) -> list[dict[str, Any]]:
             continue
         ma, mb = statistics.median(xs), statistics.median(ys)
         ratios = sorted(y / x for x, y in zip(xs, ys, strict=True) if x)
-        spread = f"{ratios[0]:.2f}-{ratios[-1]:.2f}" if ratios else "-"
+        quarter = len(ratios) // 4
+        middle = f"{ratios[quarter]:.2f}-{ratios[-1 - quarter]:.2f}"
+        spread = f"{statistics.median(ratios):.2f}, {middle}, {ratios[0]:.2f}-{ratios[-1]:.2f}"
         digits = 3 if unit in ("ms", "s") else 0 if unit == "req/s" else 1
-        print(f"{title:<52} {ma:>9.{digits}f} {mb:>9.{digits}f} {mb / ma:>6.2f}  {spread}")
+        sides = f"{ma:>8.{digits}f} {mb:>8.{digits}f}"
+        print(f"{title:<52} {len(xs):>4} {sides} {mb / ma:>5.2f}  {spread}")
         rows.append(
             {
                 "scenario": name,
@@ -185,6 +260,7 @@ def report(a: Side, b: Side, scenarios: list[str]) -> list[dict[str, Any]]:
                 "a": xs,
                 "b": ys,
                 "ratio_of_medians": round(mb / ma, 3),
+                "median_ratio": round(statistics.median(ratios), 3),
                 "round_ratios": [round(r, 3) for r in ratios],
             }
         )
@@ -202,7 +278,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--b-env", action="append", default=[], metavar="K=V", help="a setting of B only")
     add("--b-subscriptions", type=int, default=0, help="event subscriptions on B's account")
     add("--rounds", type=int, default=4, help="rounds; each side once per round (4)")
-    add("--duration", type=float, default=5.0, help="seconds per load run (5)")
+    add("--duration", type=float, help="seconds per load run (5; with --pairs, 1)")
+    add("--pairs", type=int, default=0, help="pairs of short runs per scenario and round (off)")
     add("--warmup", type=float, default=2.0, help="warm-up seconds per server (2)")
     add("--connections", type=int, default=32, help="connections of the concurrent runs (32)")
     add("--threads", type=int, default=2, help="wrk threads (2)")
@@ -215,6 +292,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.scenarios) - set(SCENARIOS)
     if unknown or args.rounds < 1 or args.rows < data.ROTATING_IDS:
         parser.error(f"unknown scenario(s) {sorted(unknown)}, or --rounds < 1, or --rows < 100")
+    if args.duration is None:
+        args.duration = 1.0 if args.pairs else 5.0
     args.tool = args.loadgen
     if args.tool == "wrk" and shutil.which("wrk") is None:
         parser.error(f"wrk not found: {load.WRK_INSTALL_HINT}; or --loadgen python")
@@ -237,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tunnelgw-ab-") as tmp:
         for round_no in range(args.rounds):
+            if args.pairs:
+                print(f"ab: round {round_no + 1}/{args.rounds}: both sides", flush=True)
+                measure_paired_round((a, b), args, Path(tmp), round_no)
+                continue
             order = (a, b) if round_no % 2 == 0 else (b, a)
             for side in order:
                 print(f"ab: round {round_no + 1}/{args.rounds}: {side.label}", flush=True)
@@ -245,10 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{args.rounds} rounds in {time.monotonic() - started:.0f}s")
     output = args.output or BENCH_DIR / "results" / f"ab-{label_a[:7]}-{label_b[:7]}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
-    settings = {k: v for k, v in vars(args).items() if k != "output"}
+    options = {k: v for k, v in vars(args).items() if k != "output"}
     output.write_bytes(
         orjson.dumps(
-            {"a": label_a, "b": b.label, "settings": settings, "rows": rows},
+            {"a": label_a, "b": b.label, "settings": options, "rows": rows},
             option=orjson.OPT_INDENT_2,
             default=str,
         )
