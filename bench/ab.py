@@ -209,8 +209,8 @@ def measure_paired_round(
     what the machine's other tenants do falls on both sides of a pair alike."""
     tags = [f"{side.label.replace(' ', '-')}-{round_no}" for side in sides]
     if "startup" in args.scenarios:
-        for side, tag in zip(sides, tags, strict=True):
-            measure_startup(side, args, workdir, tag)
+        for index in (0, 1) if round_no % 2 == 0 else (1, 0):
+            measure_startup(sides[index], args, workdir, tags[index])
     with ExitStack() as stack:
         up = [
             stack.enter_context(serving(s, args, workdir, t))
