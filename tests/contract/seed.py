@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy import delete
 from sqlmodel import col
 
@@ -264,6 +265,28 @@ async def seed(session: Unit, account_id: str, admin_id: str) -> Entries:
             ("include-operation-id", "event_subscriptions.update"),
             {"body.destination_ids": [destination.id]},
         ),
+    ]
+
+
+def made_by_the_api(base_url: str, token: str) -> Entries:
+    """Rows only the API makes (it generates their key pairs), made through the live server,
+    for the operations that need one: an SSH certificate authority for the delete. Without
+    it, the delete finds a CA only when a stateful scenario creates one first; a run that a
+    busy machine left ~15 s for the stateful phase did not, and its missing-test-data
+    warning failed the run."""
+    headers = {"Authorization": f"Bearer {token}", "Service-Version": "2"}
+    made = httpx.post(
+        f"{base_url}/ssh_certificate_authorities",
+        json={"description": "contract: for the delete", "private_key_type": "ed25519"},
+        headers=headers,
+        timeout=30,
+    )
+    made.raise_for_status()
+    return [
+        (
+            ("include-operation-id", "ssh_certificate_authorities.delete"),
+            {"path.id": made.json()["id"]},
+        )
     ]
 
 

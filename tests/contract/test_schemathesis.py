@@ -108,6 +108,7 @@ def server(
         # in-process app), so lists and reads validate real rows of every kind.
         seeding.load(EXAMPLE, contract, creds.account_id)
         api = [entry for entry in entries if not entry[0][1].startswith("admin.")]
+        api += seed.made_by_the_api(srv.base, creds.token)
         yield srv.base, creds, seed.config(CONFIG, srv.data_dir / "schemathesis.toml", api)
 
 
