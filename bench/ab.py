@@ -132,7 +132,12 @@ def subscribe(base_url: str, token: str, count: int) -> None:
             c.post("/event_subscriptions", json=body).raise_for_status()
 
 
-def measure_startup(side: Side, args: argparse.Namespace, workdir: Path, tag: str) -> None:
+def tag_of(side: Side, round_no: int) -> str:
+    """What names the files of `side`'s servers in round `round_no`."""
+    return f"{side.label.replace(' ', '-')}-{round_no}"
+
+
+def measure_startup(side: Side, workdir: Path, tag: str) -> None:
     """Start-up to the first answered request on a fresh data dir."""
     env = {"TUNNELGW_BOOTSTRAP_TOKEN": data.new_token(), **QUOTA_ENV, **side.env}
     command = servers.tunnelgw_command(1, workdir / f"{tag}-startup", python=str(side.python))
@@ -191,9 +196,9 @@ def load_scenarios(args: argparse.Namespace) -> list[str]:
 
 def measure_round(side: Side, args: argparse.Namespace, workdir: Path, round_no: int) -> None:
     """One side's round: its start-up, then a server of its own through each scenario."""
-    tag = f"{side.label.replace(' ', '-')}-{round_no}"
+    tag = tag_of(side, round_no)
     if "startup" in args.scenarios:
-        measure_startup(side, args, workdir, tag)
+        measure_startup(side, workdir, tag)
     with serving(side, args, workdir, tag) as (server, runs):
         for name in load_scenarios(args):
             measure_load(side, args, server, name, runs[name])
@@ -207,10 +212,10 @@ def measure_paired_round(
     """A round with `--pairs`: each side's start-up, then a server of each side up at once and
     each scenario in `--pairs` pairs of short runs, A then B or B then A by turns, so that
     what the machine's other tenants do falls on both sides of a pair alike."""
-    tags = [f"{side.label.replace(' ', '-')}-{round_no}" for side in sides]
+    tags = [tag_of(side, round_no) for side in sides]
     if "startup" in args.scenarios:
         for index in (0, 1) if round_no % 2 == 0 else (1, 0):
-            measure_startup(sides[index], args, workdir, tags[index])
+            measure_startup(sides[index], workdir, tags[index])
     with ExitStack() as stack:
         up = [
             stack.enter_context(serving(s, args, workdir, t))
