@@ -40,14 +40,14 @@ MAX_TIME = os.environ.get("TUNNELGW_CONTRACT_SECONDS", "300")
 SEED = os.environ.get("TUNNELGW_CONTRACT_SEED", "20261123")
 # How many times an operation's fuzzing is tried again after Hypothesis itself crashed in it.
 CRASH_RERUNS = 3
-# The stateful phase's share of MAX_TIME, run on its own after the other phases. Under one
-# time limit Schemathesis runs its phases one after another, so the stateful phase got what
-# the others left: ~18 s of 300 on a quiet machine (199 scenarios), ~15 s of CI's 180 on a
-# busy one, whose run then reached no SSH CA for the delete and failed on the
-# missing-test-data warning. With 60 s of its own it ran 692 scenarios and covered 153 links
-# (122 before); the other phases, run without it, served every operation (no warning).
+# The stateful phase's share of a run's time limit: it runs on its own after the other phases
+# (`split_phases`). Under one time limit Schemathesis runs its phases one after another, so the
+# stateful phase got what the others left: ~18 s of 300 on a quiet machine (199 scenarios),
+# ~15 s of CI's 180 on a busy one, whose run then reached no SSH CA for the delete and failed
+# on the missing-test-data warning. With 60 s of its own it ran 692 scenarios and covered 153
+# links (122 before); the other phases, run without it, served every operation (no warning).
 STATEFUL_SHARE = 4
-STATEFUL_MIN_SECONDS = 30
+STATEFUL_MIN_SECONDS = 20
 EXAMPLE = ROOT / "fixtures" / "example.yaml"
 
 
@@ -179,10 +179,49 @@ def hypothesis_crashes(junit: Path) -> list[str]:
 
 
 def time_limits(total: int) -> tuple[int, int]:
-    """MAX_TIME split between the examples, coverage and fuzzing phases and the stateful
-    phase after them: a quarter for the stateful phase, at least STATEFUL_MIN_SECONDS."""
+    """A run's time limit split between the examples, coverage and fuzzing phases and the
+    stateful phase after them: a quarter for the stateful phase, at least
+    STATEFUL_MIN_SECONDS."""
     stateful = max(STATEFUL_MIN_SECONDS, total // STATEFUL_SHARE)
     return max(total - stateful, STATEFUL_MIN_SECONDS), stateful
+
+
+def split_phases(total: int) -> tuple[list[str], list[str]]:
+    """The arguments of a run's two parts within `total` seconds: the examples, coverage and
+    fuzzing phases, then the stateful phase with a time limit of its own, on what the first
+    part left on the server (as when it ran after them in one run)."""
+    first, stateful = time_limits(total)
+    return (
+        ["--phases", "examples,coverage,fuzzing", "--max-time", str(first)],
+        ["--phases", "stateful", "--max-time", str(stateful)],
+    )
+
+
+def stateful_scenarios(output: str) -> int:
+    """How many stateful scenarios a run's report says it ran (0 when it names none)."""
+    found = re.search(r"^\s*Scenarios:\s+(\d+)\s*$", output, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def _passing(base: str, token: str, *extra: str, config: Path, own_key: str) -> str:
+    """A Schemathesis run (`_schemathesis`) that must pass; its report."""
+    result = _schemathesis(base, token, *extra, config=config, own_key=own_key)
+    print(result.stdout[-20000:])
+    assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
+    return result.stdout
+
+
+def passing_in_two_parts(
+    base: str, token: str, total: int, *extra: str, config: Path, own_key: str
+) -> str:
+    """A run with `extra` in the two parts of `split_phases(total)`, each of which must pass,
+    the stateful one with some scenarios run; the first part's report."""
+    first, stateful = (
+        _passing(base, token, *part, *extra, config=config, own_key=own_key)
+        for part in split_phases(total)
+    )
+    assert stateful_scenarios(stateful) > 0, stateful[-3000:]
+    return first
 
 
 def test_schemathesis_all_checks_all_phases(
@@ -191,16 +230,13 @@ def test_schemathesis_all_checks_all_phases(
     base, creds, config = server
     report = ROOT / ".schemathesis-report"
     junit = tmp_path / "junit.xml"
-    first, stateful = time_limits(int(MAX_TIME))
+    first, stateful = split_phases(int(MAX_TIME))
     result = _schemathesis(
         base,
         creds.token,
-        "--phases",
-        "examples,coverage,fuzzing",
+        *first,
         "--max-examples",
         MAX_EXAMPLES,
-        "--max-time",
-        str(first),
         "--report",
         "junit",
         "--report-dir",
@@ -241,30 +277,17 @@ def test_schemathesis_all_checks_all_phases(
         print(result.stdout[-20000:])
         crashed = hypothesis_crashes(junit) if result.returncode else []
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-    # Then the stateful phase, with a time limit of its own, on what the phases above left
-    # on the server (as when it ran after them in one run).
-    result = _schemathesis(
+    stateful_report = _passing(
         base,
         creds.token,
-        "--phases",
-        "stateful",
+        *stateful,
         "--max-examples",
         MAX_EXAMPLES,
-        "--max-time",
-        str(stateful),
         *_seed(),
         config=config,
         own_key=creds.api_key_id,
     )
-    print(result.stdout[-20000:])
-    assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-5000:]
-    assert stateful_scenarios(result.stdout) > 0, result.stdout[-3000:]
-
-
-def stateful_scenarios(output: str) -> int:
-    """How many stateful scenarios a run's report says it ran (0 when it names none)."""
-    found = re.search(r"^\s*Scenarios:\s+(\d+)\s*$", output, re.MULTILINE)
-    return int(found.group(1)) if found else 0
+    assert stateful_scenarios(stateful_report) > 0, stateful_report[-3000:]
 
 
 @pytest.mark.one_engine
@@ -290,7 +313,10 @@ def test_hypothesis_crashes_are_told_from_our_failures(tmp_path: Path) -> None:
 def test_the_stateful_phase_has_time_of_its_own() -> None:
     assert time_limits(240) == (180, 60)
     assert time_limits(180) == (135, 45)
-    assert time_limits(60) == (30, 30)
+    assert time_limits(60) == (40, 20)
+    first, stateful = split_phases(240)
+    assert first == ["--phases", "examples,coverage,fuzzing", "--max-time", "180"]
+    assert stateful == ["--phases", "stateful", "--max-time", "60"]
     report = " ✅  Stateful (in 59.96s)\n\n     Scenarios:    692\n     API Links:    153 covered\n"
     assert stateful_scenarios(report) == 692
     assert stateful_scenarios(" ⏭  Stateful (disabled)\n") == 0
