@@ -5,10 +5,14 @@ settings for one test at a time."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 
+from tests.conftest import ON_POSTGRESQL
 from tests.creates import CREATES
 from tests.factories import assert_error
 from tunnelgw.core import ids
@@ -135,12 +139,12 @@ def test_rows_made_outside_the_create_operations_count(admin, factory, quota):
     assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
 
 
-def test_concurrent_creates_do_not_pass_the_quota(admin, factory, quota):
-    """Creates of one account racing in separate units of work (on PostgreSQL, separate
-    connections): exactly `quota` of them get in."""
+def _race(admin, factory, creates: int) -> list[str]:  # type: ignore[no-untyped-def]
+    """`creates` creates of the admin's account racing in separate units of work (on
+    PostgreSQL, separate connections; on SQLite, units of shared transactions): each one's
+    outcome."""
     import asyncio
 
-    quota(http_response_backend=3)
     account = admin.creds.account_id
     settings = settings_module.current()
 
@@ -159,12 +163,29 @@ def test_concurrent_creates_do_not_pass_the_quota(admin, factory, quota):
             settings_module.deactivate(token)
 
     async def race() -> list[str]:
-        return list(await asyncio.gather(*(create() for _ in range(12))))
+        return list(await asyncio.gather(*(create() for _ in range(creates))))
 
-    results = factory._run(race)
+    return list(factory._run(race))
+
+
+def test_concurrent_creates_do_not_pass_the_quota(admin, factory, quota):
+    """Exactly `quota` of the racing creates get in."""
+    quota(http_response_backend=3)
+    results = _race(admin, factory, 12)
     assert sorted(results) == ["ERR_QUOTA_EXCEEDED"] * 9 + ["created"] * 3
     listed = admin.get("/backends/http_response").json()["backends"]
     assert len(listed) == 3
+
+
+def test_concurrent_creates_stop_at_a_quota_past_the_bound_raised_ahead(admin, factory, quota):
+    """Past what a SQLite writer raises the bound by at once, too: a first race raises it
+    ahead; in the second, creates take those slots, raise it again and meet the quota."""
+    limit = 2 * quotas.LEASE + 5
+    quota(http_response_backend=limit)
+    first = _race(admin, factory, 10)
+    second = _race(admin, factory, limit)
+    assert first == ["created"] * 10
+    assert sorted(second) == ["ERR_QUOTA_EXCEEDED"] * 10 + ["created"] * (limit - 10)
 
 
 def test_fixtures_follow_the_documented_choice(admin, quota):
@@ -222,5 +243,75 @@ def test_a_fixtures_direct_rows_drop_the_bound(admin, quota):
     quota(tunnel_group_backend=3)
     assert admin.post("/backends/tunnel_group", json={}).status_code == 201  # bound 1
     direct = {"version": 1, "tunnel_group_backends": [{}, {}]}
+    assert admin.post("/_admin/fixtures", json=direct).status_code == 200
+    assert_error(admin.post("/backends/tunnel_group", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+
+def _bound_writes(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The SQL of every statement that may raise a quota bound, from now on."""
+    from tunnelgw.storage import connections
+
+    seen: list[str] = []
+    original = connections.SqliteConnection.run
+
+    async def run(self, sql, args, original=original):  # type: ignore[no-untyped-def]
+        if sql.lstrip().upper().startswith("UPDATE QUOTA_USAGE"):
+            seen.append(sql)
+        return await original(self, sql, args)
+
+    monkeypatch.setattr(connections.SqliteConnection, "run", run)
+    return seen
+
+
+sqlite_only = pytest.mark.skipif(ON_POSTGRESQL, reason="SQLite's writer raises bounds ahead")
+
+
+@sqlite_only
+def test_a_lone_writer_raises_the_bound_ahead_and_still_stops_at_the_quota(
+    admin, quota, monkeypatch
+):
+    """A create that finds no slot raises the bound by LEASE; the creates after it write no
+    bound. Near the quota the bound goes up by one again, and the create past it is refused."""
+    limit = 2 + 2 * quotas.LEASE
+    quota(http_response_backend=limit)
+    writes = _bound_writes(monkeypatch)
+    made = [admin.post("/backends/http_response", json={}).status_code for _ in range(limit)]
+    assert made == [201] * limit
+    assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
+    # The first create's bump and count; two raises by LEASE; the last two creates' tries of
+    # a raise, then a bump each: 8 statements for 67 creates, where one each would be 67. A
+    # few more when another connection of the test process commits meanwhile (the slots are
+    # then given up, and raised again).
+    assert 8 <= len(writes) < limit // 4, writes
+
+
+@sqlite_only
+def test_a_commit_by_another_connection_gives_the_slots_up(admin, quota):
+    """Another process (the command line, say) adds rows directly and drops the bound, as
+    `quotas.forget` does: the slots this server raised before no longer admit anything."""
+    quota(http_response_backend=40)
+    assert [admin.post("/backends/http_response", json={}).status_code for _ in range(3)] == [
+        201
+    ] * 3  # the bound is 33 now: 30 slots left
+    account = admin.creds.account_id
+    with contextlib.closing(sqlite3.connect(make_url(db.current().url).database)) as other:
+        other.executemany(
+            "INSERT INTO http_response_backend (description, metadata, id, account_id, "
+            "created_at, body, status_code) VALUES ('', '', ?, ?, '2026-11-29 00:00:00', '', 200)",
+            [(ids.new_id(HttpResponseBackend.PREFIX), account) for _ in range(37)],
+        )
+        other.execute("DELETE FROM quota_usage WHERE account_id = ?", (account,))
+        other.commit()
+    assert_error(admin.post("/backends/http_response", json={}), 409, "ERR_QUOTA_EXCEEDED")
+
+
+@sqlite_only
+def test_a_fixtures_direct_rows_drop_the_slots_too(admin, quota):
+    """The loader's `forget_all` in this process gives up the slots as it drops the bound."""
+    quota(tunnel_group_backend=40)
+    assert [admin.post("/backends/tunnel_group", json={}).status_code for _ in range(2)] == [
+        201
+    ] * 2  # the bound is 33 now: 31 slots left
+    direct = {"version": 1, "tunnel_group_backends": [{}] * 38}
     assert admin.post("/_admin/fixtures", json=direct).status_code == 200
     assert_error(admin.post("/backends/tunnel_group", json={}), 409, "ERR_QUOTA_EXCEEDED")

@@ -246,6 +246,8 @@ class _WriteScope:
         assert self._unit is not None
         if self._member is not None:
             await self._database._group.leave(self._member, self._unit, exc)
+            if exc is None:  # leave raised if the unit or its transaction failed
+                self._unit.committed()
             return
         try:
             if exc is None:
@@ -262,6 +264,8 @@ class _WriteScope:
         finally:
             if self._lease is not None:
                 await self._lease.__aexit__(None, None, None)
+        if exc is None:  # committed (a failed commit raised above)
+            self._unit.committed()
 
     async def _rollback(self) -> None:
         # A connection that is gone cannot roll back; the pool discards it.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
@@ -99,6 +99,7 @@ class Unit:
     """
 
     __slots__ = (
+        "_after",
         "_conn",
         "_created",
         "_deleted",
@@ -121,6 +122,29 @@ class Unit:
         self._observer = _observer.get() if writes else None
         self._created: dict[tuple[type, tuple[Any, ...]], Record] = {}
         self._deleted: list[tuple[Record, Any]] = []
+        self._after: list[Callable[[], None]] = []
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Call `action` once this write unit has committed (not when it fails or rolls back,
+        nor when the transaction it shares fails to commit)."""
+        self._require_write()
+        self._after.append(action)
+
+    def committed(self) -> None:
+        """The unit committed: its `after_commit` actions run (the write scope calls this)."""
+        actions, self._after = self._after, []
+        for action in actions:
+            action()
+
+    def kept(self) -> tuple[dict[str, Any], int] | None:
+        """For a SQLite write unit, what services keep with its connection (for as long as it
+        lives: `SqliteConnection.kept`) and the connection's `data_version` now (whether any
+        other connection committed since a value seen before); None on PostgreSQL, whose
+        write units run on many connections."""
+        self._require_write()
+        if self.dialect != "sqlite":
+            return None
+        return self._conn.kept, self._conn.data_version()
 
     async def get(self, model: type[T], key: Any, *, lock: Lock = False) -> T | None:
         """The row of `model` with primary key `key` (a tuple for composite keys), or None.
