@@ -117,8 +117,10 @@ _NEW = Query(
 )
 
 
-# Rows of bound a SQLite writer raises at once (`_Slots`).
+# Rows of bound a SQLite writer raises at once (`_Slots`), and the (account, kind) pairs it
+# keeps slots of at most.
 LEASE = 32
+MAX_KEPT = 4096
 _RESERVE = Query(
     update(QuotaUsage)
     .where(col(QuotaUsage.account_id) == bindparam("account"))
@@ -172,6 +174,9 @@ class _Slots:
         data_version `version` and `drops`: kept unless slots were given up since."""
         if drops != self.drops or version != self.version:
             return
+        if len(self.left) >= MAX_KEPT:  # accounts come and go: give up the slots kept so far
+            self.clear()
+            self.version = version
         held = self.left.get(key)
         self.left[key] = (count + (held[0] if held and held[1] == quota else 0), quota)
 
