@@ -422,6 +422,19 @@ def test_a_write_unit_returns_once_its_transaction_committed(tmp_path):
     assert statements == ["BEGIN IMMEDIATE", "COMMIT"]
 
 
+async def dangling_principal(unit: Any) -> None:
+    """Insert a principal of no account, which only the commit finds at fault (SQLite: the
+    foreign key's check deferred to it)."""
+    await unit.exec(text("PRAGMA defer_foreign_keys=ON"))
+    await unit.exec(
+        text(
+            "INSERT INTO principal (id, account_id, created_at, kind, name, "
+            "is_admin, active) VALUES ('usr_x', 'acct_missing', "
+            "'2026-01-01 00:00:00', 'user', 'x', 0, 1)"
+        )
+    )
+
+
 def test_a_transaction_that_fails_to_commit_fails_each_of_its_units(tmp_path):
     """A unit whose violation only the commit finds (a deferred foreign key) takes the
     transaction's other units with it: each is told, and none of their rows is kept."""
@@ -431,14 +444,7 @@ def test_a_transaction_that_fails_to_commit_fails_each_of_its_units(tmp_path):
     async def add(database: Database, id_: str, dangling: bool = False) -> None:
         async with database.write() as unit:
             if dangling:
-                await unit.exec(text("PRAGMA defer_foreign_keys=ON"))
-                await unit.exec(
-                    text(
-                        "INSERT INTO principal (id, account_id, created_at, kind, name, "
-                        "is_admin, active) VALUES ('usr_x', 'acct_missing', "
-                        "'2026-01-01 00:00:00', 'user', 'x', 0, 1)"
-                    )
-                )
+                await dangling_principal(unit)
             else:
                 unit.add(Account.new(id=id_, name=id_))
 

@@ -10,24 +10,13 @@ import sqlite3
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
+from tests.unit.test_db import _run, dangling_principal
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
 from tunnelgw.core.errors import ApiError
 from tunnelgw.migrations import migrate
 from tunnelgw.models import Account
 from tunnelgw.storage.db import Database
-
-
-def _run(url_: str, scenario: Any) -> Any:
-    async def main() -> Any:
-        database = Database(url_)
-        try:
-            return await scenario(database)
-        finally:
-            await database.dispose()
-
-    return asyncio.run(main())
 
 
 def test_actions_run_once_the_unit_committed_and_never_for_one_that_failed(url):  # noqa: F811
@@ -69,14 +58,7 @@ def test_no_action_runs_when_the_shared_transaction_fails_to_commit(tmp_path):
         async with database.write() as unit:
             unit.after_commit(lambda: ran.append("dangling" if dangling else "plain"))
             if dangling:
-                await unit.exec(text("PRAGMA defer_foreign_keys=ON"))
-                await unit.exec(
-                    text(
-                        "INSERT INTO principal (id, account_id, created_at, kind, name, "
-                        "is_admin, active) VALUES ('usr_x', 'acct_missing', "
-                        "'2026-01-01 00:00:00', 'user', 'x', 0, 1)"
-                    )
-                )
+                await dangling_principal(unit)
             else:
                 unit.add(Account.new(id="acct_plain", name="plain"))
 
