@@ -206,21 +206,27 @@ def test_fixtures_follow_the_documented_choice(admin, quota):
     assert len(admin.get("/backends/http_response").json()["backends"]) == 1
 
 
-def _count_statements(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
-    """The SQL of every count the quotas run from now on."""
+def _statements(monkeypatch, method: str, matches) -> list[str]:  # type: ignore[no-untyped-def]
+    """The SQL of every statement run through the connections' `method` (fetch, run) that
+    `matches`, from now on."""
     from tunnelgw.storage import connections
 
     seen: list[str] = []
     for cls in (connections.SqliteConnection, connections.PgConnection):
-        original = cls.fetch
+        original = getattr(cls, method)
 
-        async def fetch(self, sql, args, original=original):  # type: ignore[no-untyped-def]
-            if "count(" in sql.lower():
+        async def spy(self, sql, args, original=original):  # type: ignore[no-untyped-def]
+            if matches(sql):
                 seen.append(sql)
             return await original(self, sql, args)
 
-        monkeypatch.setattr(cls, "fetch", fetch)
+        monkeypatch.setattr(cls, method, spy)
     return seen
+
+
+def _count_statements(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The SQL of every count the quotas run from now on."""
+    return _statements(monkeypatch, "fetch", lambda sql: "count(" in sql.lower())
 
 
 def test_the_bound_spares_the_count_until_the_quota_is_near(admin, quota, monkeypatch):
@@ -249,18 +255,9 @@ def test_a_fixtures_direct_rows_drop_the_bound(admin, quota):
 
 def _bound_writes(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     """The SQL of every statement that may raise a quota bound, from now on."""
-    from tunnelgw.storage import connections
-
-    seen: list[str] = []
-    original = connections.SqliteConnection.run
-
-    async def run(self, sql, args, original=original):  # type: ignore[no-untyped-def]
-        if sql.lstrip().upper().startswith("UPDATE QUOTA_USAGE"):
-            seen.append(sql)
-        return await original(self, sql, args)
-
-    monkeypatch.setattr(connections.SqliteConnection, "run", run)
-    return seen
+    return _statements(
+        monkeypatch, "run", lambda sql: sql.lstrip().upper().startswith("UPDATE QUOTA_USAGE")
+    )
 
 
 sqlite_only = pytest.mark.skipif(ON_POSTGRESQL, reason="SQLite's writer raises bounds ahead")

@@ -1,6 +1,6 @@
 """What a write unit offers the services above it: actions run once it committed
-(`Unit.after_commit`), and on SQLite the state kept with the writer connection with its
-`data_version` (`Unit.kept`)."""
+(`Unit.after_commit`), and on SQLite the state kept with the writer connection
+(`Unit.kept`) and its `data_version`."""
 
 from __future__ import annotations
 
@@ -84,9 +84,10 @@ def test_the_sqlite_writer_keeps_state_and_tells_when_another_connection_committ
                     other.execute("CREATE TABLE scratch (x)")
                     other.commit()
             async with database.write() as unit:
-                kept = unit.kept()
-                assert kept is not None
-                kept[0].setdefault("steps", []).append(step)
+                state = unit.kept()
+                assert state is not None
+                state.setdefault("steps", []).append(step)
+                kept = (state, unit.data_version())
                 unit.add(Account.new(id=f"acct_{step}", name=str(step)))  # its own commit
                 seen.append(kept)
         return seen

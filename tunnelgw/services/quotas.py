@@ -176,7 +176,6 @@ class _Slots:
             return
         if len(self.left) >= MAX_KEPT:  # accounts come and go: give up the slots kept so far
             self.clear()
-            self.version = version
         held = self.left.get(key)
         self.left[key] = (count + (held[0] if held and held[1] == quota else 0), quota)
 
@@ -192,16 +191,23 @@ class _Slots:
         self.left.clear()
 
 
-def _slots(unit: Unit) -> tuple[_Slots, int] | None:
-    """The slots kept with a SQLite write unit's connection, and its data_version now."""
-    kept = unit.kept()
-    if kept is None:
+def _slots(unit: Unit) -> _Slots | None:
+    """The slots kept with a SQLite write unit's connection (None on PostgreSQL)."""
+    state = unit.kept()
+    if state is None:
         return None
-    state, version = kept
-    slots = state.get("quota_slots")
+    slots: _Slots | None = state.get("quota_slots")
     if slots is None:
         slots = state["quota_slots"] = _Slots()
-    return slots, version
+    return slots
+
+
+def _drop(unit: Unit, account_id: str, kind: str | None = None) -> None:
+    """Give up this process's slots of the account's bound (of `kind`, or all): it was just
+    dropped (`forget`, `forget_all`)."""
+    slots = _slots(unit)
+    if slots is not None:
+        slots.drop(account_id, kind)
 
 
 async def admit(
@@ -222,9 +228,9 @@ async def admit(
     quota = settings.current().quota(kind) if limit is None else limit
     await take_turn(unit, account_id)
     params: dict[str, Any] = {"account": account_id, "kind": kind, "quota": quota}
-    kept = _slots(unit) if limit is None else None
-    if kept is not None:
-        slots, version = kept
+    slots = _slots(unit) if limit is None else None
+    if slots is not None:
+        version = unit.data_version()
         key = (account_id, kind)
         if slots.take(version, key, quota):
             return
@@ -248,8 +254,8 @@ async def admit(
             quota=str(quota),
         )
     params["bound"] = held + 1
-    if kept is not None:  # the bound is lowered: the slots it counted are gone
-        kept[0].drop(account_id, kind)
+    if slots is not None:  # the bound is lowered: the slots it counted are gone
+        slots.drop(account_id, kind)
     if (await unit.exec(_SET, params)).first() is None:
         await unit.exec(_NEW, params)
 
@@ -274,9 +280,7 @@ async def forget(unit: Unit, account_id: str, model: type[AccountScoped]) -> Non
     """Drop the account's bound of `model`'s kind (its next create counts): for rows inserted
     without `admit`."""
     await unit.exec(_FORGET, {"account": account_id, "kind": kind_of(model)})
-    kept = _slots(unit)
-    if kept is not None:
-        kept[0].drop(account_id, kind_of(model))
+    _drop(unit, account_id, kind_of(model))
 
 
 _FORGET_ALL = Query(delete(QuotaUsage).where(col(QuotaUsage.account_id) == bindparam("account")))
@@ -286,6 +290,4 @@ async def forget_all(unit: Unit, account_id: str) -> None:
     """Drop every bound of the account (its next create of each kind counts): for rows of
     several kinds inserted without `admit` (a fixture's)."""
     await unit.exec(_FORGET_ALL, {"account": account_id})
-    kept = _slots(unit)
-    if kept is not None:
-        kept[0].drop(account_id)
+    _drop(unit, account_id)

@@ -122,29 +122,34 @@ class Unit:
         self._observer = _observer.get() if writes else None
         self._created: dict[tuple[type, tuple[Any, ...]], Record] = {}
         self._deleted: list[tuple[Record, Any]] = []
-        self._after: list[Callable[[], None]] = []
+        self._after: list[Callable[[], None]] | None = None  # made by the first after_commit
 
     def after_commit(self, action: Callable[[], None]) -> None:
         """Call `action` once this write unit has committed (not when it fails or rolls back,
         nor when the transaction it shares fails to commit)."""
         self._require_write()
+        if self._after is None:
+            self._after = []
         self._after.append(action)
 
     def committed(self) -> None:
         """The unit committed: its `after_commit` actions run (the write scope calls this)."""
-        actions, self._after = self._after, []
-        for action in actions:
+        actions, self._after = self._after, None
+        for action in actions or ():
             action()
 
-    def kept(self) -> tuple[dict[str, Any], int] | None:
-        """For a SQLite write unit, what services keep with its connection (for as long as it
-        lives: `SqliteConnection.kept`) and the connection's `data_version` now (whether any
-        other connection committed since a value seen before); None on PostgreSQL, whose
-        write units run on many connections."""
+    def kept(self) -> dict[str, Any] | None:
+        """For a SQLite write unit, what services keep with its connection, for as long as it
+        lives (`SqliteConnection.kept`; whether another connection committed meanwhile:
+        `data_version`); None on PostgreSQL, whose write units run on many connections."""
         self._require_write()
-        if self.dialect != "sqlite":
-            return None
-        return self._conn.kept, self._conn.data_version()
+        return self._conn.kept if self.dialect == "sqlite" else None
+
+    def data_version(self) -> int:
+        """A SQLite write unit's connection's `data_version`: it changes when another
+        connection commits, never for this one's own commits."""
+        version: int = self._conn.data_version()
+        return version
 
     async def get(self, model: type[T], key: Any, *, lock: Lock = False) -> T | None:
         """The row of `model` with primary key `key` (a tuple for composite keys), or None.
