@@ -3,8 +3,10 @@ and concurrent upgrades do not race."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -135,6 +137,24 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
         results = list(pool.map(lambda _: migrate.upgrade(url), range(4)))
     assert results == [migrate.head()] * 4
     assert migrate.upgrade(url) == migrate.head()
+
+
+def test_a_new_sqlite_database_that_fails_to_build_is_left_empty(tmp_path, monkeypatch):
+    """The SQLite build is one transaction: a statement that fails halfway leaves no table
+    behind, and the next start builds the whole schema."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    ddl = migrate._schema_ddl("sqlite")
+    broken = [*ddl[:10], "CREATE TABLE broken (", *ddl[10:]]
+    monkeypatch.setattr(migrate, "_schema_ddl", lambda _backend: broken)
+    with pytest.raises(sqlite3.OperationalError):
+        migrate.upgrade(url)
+    with contextlib.closing(sqlite3.connect(tmp_path / "new.db")) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+    monkeypatch.undo()
+    assert migrate.upgrade(url) == migrate.head()
+    with contextlib.closing(sqlite3.connect(tmp_path / "new.db")) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    assert tables >= set(SQLModel.metadata.tables) | {"alembic_version"}
 
 
 ISOLATED_UPGRADE = """

@@ -18,9 +18,9 @@ import traceback
 from collections.abc import Iterator
 from multiprocessing.connection import Connection as PipeEnd
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, create_mock_engine, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlmodel import SQLModel
 
@@ -90,10 +90,18 @@ async def stored_revision(unit: Unit) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _sqlite_file(url: str) -> str | None:
+    """The file of a SQLite database URL; None for another engine or an in-memory database."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return parsed.database
+
+
 @contextlib.contextmanager
 def _sqlite_lock(url: str) -> Iterator[None]:
-    database = make_url(url).database
-    if not database or database == ":memory:":
+    database = _sqlite_file(url)
+    if database is None:
         yield
         return
     lock_path = Path(database).with_name(Path(database).name + ".migrate.lock")
@@ -114,24 +122,25 @@ def upgrade(url: str, *, isolated: bool = False) -> str | None:
     `isolated` (the server's start): a database that needs migrating is migrated by a forked
     child process, so Alembic and what it loads (~13 MiB) never stay resident in the server.
     Only where `fork` exists and the process has no other thread; otherwise here. An empty
-    SQLite database needs no Alembic (`_create_at_head`): it is built here, without the
-    child (~40 ms of a first start)."""
+    SQLite database needs neither Alembic nor the child: it is built here
+    (`_build_empty_sqlite`)."""
 
     try:
         if _stored_revision_sync(url) == HEAD:
             return HEAD
     except Exception:  # noqa: S110 - Alembic, below, reports what is wrong with the database
         pass
-    if isolated and hasattr(os, "fork") and threading.active_count() == 1:
-        if make_url(url).get_backend_name() == "sqlite":
-            try:
-                built = _upgrade(url, alembic=False)
-            except Exception as exc:  # reported as the child's failure would be
-                raise MigrationError(_failure(exc)) from exc
-            if built != _NEEDS_ALEMBIC:
-                return built
-        return _upgrade_in_child(url)
-    return _upgrade(url)
+    isolated = isolated and hasattr(os, "fork") and threading.active_count() == 1
+    database = _sqlite_file(url)
+    if database is not None:
+        try:
+            if _build_empty_sqlite(url, database):
+                return HEAD
+        except Exception as exc:  # reported as the child's failure would be
+            if not isolated:
+                raise
+            raise MigrationError(_failure(exc)) from exc
+    return _upgrade_in_child(url) if isolated else _upgrade(url)
 
 
 class MigrationError(RuntimeError):
@@ -194,19 +203,60 @@ def _create_at_head(connection: Connection) -> str:
         connection.exec_driver_sql("BEGIN")
     SQLModel.metadata.create_all(connection)
     connection.execute(text(_VERSION_TABLE))
-    connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": HEAD})
+    connection.execute(text(_STAMP), {"v": HEAD})
     return HEAD
+
+
+_STAMP = "INSERT INTO alembic_version (version_num) VALUES (:v)"
+
+
+def _schema_ddl(backend: str) -> list[str]:
+    """The statements `create_all` issues for every table of the models on an empty database
+    of `backend`, in its order, as SQLAlchemy's mock engine records them (its documented way
+    to have the DDL without a database)."""
+    import tunnelgw.models  # noqa: F401 - registers every table on the metadata
+
+    statements: list[str] = []
+
+    def record(sql: Any, *_multiparams: Any, **_params: Any) -> None:
+        statements.append(str(sql.compile(dialect=engine.dialect)))
+
+    engine = create_mock_engine(f"{backend}://", record)
+    SQLModel.metadata.create_all(engine, checkfirst=False)
+    return statements
+
+
+def _build_empty_sqlite(url: str, database: str) -> bool:
+    """`_create_at_head` for the SQLite file `database` (of `url`), through `sqlite3` itself:
+    the same statements in one transaction, under the migration lock; False (nothing done)
+    when the database has tables already. Without SQLAlchemy's engine, its inspection of the
+    empty database and its execution of each statement, the build of a first start takes ~33
+    ms instead of ~39 (bench/README.md, issue 31, twelfth round)."""
+    with _sqlite_lock(url), contextlib.closing(sqlite3.connect(database)) as conn:
+        conn.isolation_level = None  # the transaction below is the only one
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            empty = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
+            if empty is None:
+                for statement in (*_schema_ddl("sqlite"), _VERSION_TABLE):
+                    conn.execute(statement)
+                conn.execute(_STAMP, {"v": HEAD})
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT" if empty is None else "ROLLBACK")
+    return empty is None
 
 
 def _stored_revision_sync(url: str) -> str | None:
     """The stored revision, read without Alembic: with `sqlite3` directly, or through a unit
     of work on PostgreSQL (the serving driver: the migrations' own driver stays out of the
     server process)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        if not parsed.database or not Path(parsed.database).exists():
+    if make_url(url).get_backend_name() == "sqlite":
+        database = _sqlite_file(url)
+        if database is None or not Path(database).exists():
             return None
-        with contextlib.closing(sqlite3.connect(parsed.database)) as conn:
+        with contextlib.closing(sqlite3.connect(database)) as conn:
             row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         return None if row is None else str(row[0])
 
@@ -217,13 +267,8 @@ def _stored_revision_sync(url: str) -> str | None:
     return run_with(url, read)
 
 
-# What `_upgrade(url, alembic=False)` returns for a database with tables.
-_NEEDS_ALEMBIC = "alembic"
-
-
-def _upgrade(url: str, *, alembic: bool = True) -> str | None:
-    """Migrate to head; with `alembic` False only an empty database (built at head), and
-    `_NEEDS_ALEMBIC` for one that has tables."""
+def _upgrade(url: str) -> str | None:
+    """Migrate to head: an empty database built at head, any other through Alembic."""
     url = sync_url(url)
     engine = create_engine(url)
     is_sqlite = engine.dialect.name == "sqlite"
@@ -234,8 +279,6 @@ def _upgrade(url: str, *, alembic: bool = True) -> str | None:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": LOCK_ID})
             if not inspect(connection).get_table_names():
                 return _create_at_head(connection)
-            if not alembic:
-                return _NEEDS_ALEMBIC
             from alembic import command
 
             config = _config()
