@@ -230,8 +230,8 @@ def _build_empty_sqlite(url: str, database: str) -> bool:
     """`_create_at_head` for the SQLite file `database` (of `url`), through `sqlite3` itself:
     the same statements in one transaction, under the migration lock; False (nothing done)
     when the database has tables already. Without SQLAlchemy's engine, its inspection of the
-    empty database and its execution of each statement, the build of a first start takes ~33
-    ms instead of ~39 (bench/README.md, issue 31, twelfth round)."""
+    empty database and its execution of each statement, a first start's build takes ~22 ms
+    instead of ~32 (bench/README.md, issue 31, twelfth round)."""
     with _sqlite_lock(url), contextlib.closing(sqlite3.connect(database)) as conn:
         conn.isolation_level = None  # the transaction below is the only one
         conn.execute("BEGIN IMMEDIATE")
