@@ -143,9 +143,9 @@ def test_a_new_sqlite_database_that_fails_to_build_is_left_empty(tmp_path, monke
     """The SQLite build is one transaction: a statement that fails halfway leaves no table
     behind, and the next start builds the whole schema."""
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    ddl = migrate._schema_ddl("sqlite")
+    ddl = migrate._sqlite_ddl()
     broken = [*ddl[:10], "CREATE TABLE broken (", *ddl[10:]]
-    monkeypatch.setattr(migrate, "_schema_ddl", lambda _backend: broken)
+    monkeypatch.setattr(migrate, "_sqlite_ddl", lambda: broken)
     with pytest.raises(sqlite3.OperationalError):
         migrate.upgrade(url)
     with contextlib.closing(sqlite3.connect(tmp_path / "new.db")) as conn:

@@ -210,10 +210,10 @@ def _create_at_head(connection: Connection) -> str:
 _STAMP = "INSERT INTO alembic_version (version_num) VALUES (:v)"
 
 
-def _schema_ddl(backend: str) -> list[str]:
-    """The statements `create_all` issues for every table of the models on an empty database
-    of `backend`, in its order, as SQLAlchemy's mock engine records them (its documented way
-    to have the DDL without a database)."""
+def _sqlite_ddl() -> list[str]:
+    """The statements `create_all` issues for every table of the models on an empty SQLite
+    database, in its order, as SQLAlchemy's mock engine records them (its documented way to
+    have the DDL without a database)."""
     import tunnelgw.models  # noqa: F401 - registers every table on the metadata
 
     statements: list[str] = []
@@ -221,7 +221,7 @@ def _schema_ddl(backend: str) -> list[str]:
     def record(sql: Any, *_multiparams: Any, **_params: Any) -> None:
         statements.append(str(sql.compile(dialect=engine.dialect)))
 
-    engine = create_mock_engine(f"{backend}://", record)
+    engine = create_mock_engine("sqlite://", record)
     SQLModel.metadata.create_all(engine, checkfirst=False)
     return statements
 
@@ -238,7 +238,7 @@ def _build_empty_sqlite(url: str, database: str) -> bool:
         try:
             empty = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
             if empty is None:
-                for statement in (*_schema_ddl("sqlite"), _VERSION_TABLE):
+                for statement in (*_sqlite_ddl(), _VERSION_TABLE):
                     conn.execute(statement)
                 conn.execute(_STAMP, {"v": HEAD})
         except BaseException:
