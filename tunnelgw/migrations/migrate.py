@@ -99,8 +99,8 @@ def _sqlite_file(url: str) -> str | None:
 
 
 @contextlib.contextmanager
-def _sqlite_lock(url: str) -> Iterator[None]:
-    database = _sqlite_file(url)
+def _sqlite_lock(database: str | None) -> Iterator[None]:
+    """The migration lock of the SQLite file `database` (None: an in-memory database, none)."""
     if database is None:
         yield
         return
@@ -134,7 +134,7 @@ def upgrade(url: str, *, isolated: bool = False) -> str | None:
     database = _sqlite_file(url)
     if database is not None:
         try:
-            if _build_empty_sqlite(url, database):
+            if _build_empty_sqlite(database):
                 return HEAD
         except Exception as exc:  # reported as the child's failure would be
             if not isolated:
@@ -226,13 +226,13 @@ def _sqlite_ddl() -> list[str]:
     return statements
 
 
-def _build_empty_sqlite(url: str, database: str) -> bool:
-    """`_create_at_head` for the SQLite file `database` (of `url`), through `sqlite3` itself:
+def _build_empty_sqlite(database: str) -> bool:
+    """`_create_at_head` for the SQLite file `database`, through `sqlite3` itself:
     the same statements in one transaction, under the migration lock; False (nothing done)
     when the database has tables already. Without SQLAlchemy's engine, its inspection of the
     empty database and its execution of each statement, a first start's build takes ~22 ms
     instead of ~32 (bench/README.md, issue 31, twelfth round)."""
-    with _sqlite_lock(url), contextlib.closing(sqlite3.connect(database)) as conn:
+    with _sqlite_lock(database), contextlib.closing(sqlite3.connect(database)) as conn:
         conn.isolation_level = None  # the transaction below is the only one
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -271,10 +271,8 @@ def _upgrade(url: str) -> str | None:
     """Migrate to head: an empty database built at head, any other through Alembic."""
     url = sync_url(url)
     engine = create_engine(url)
-    is_sqlite = engine.dialect.name == "sqlite"
     try:
-        lock = _sqlite_lock(url) if is_sqlite else contextlib.nullcontext()
-        with lock, engine.begin() as connection:
+        with _sqlite_lock(_sqlite_file(url)), engine.begin() as connection:
             if engine.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": LOCK_ID})
             if not inspect(connection).get_table_names():
