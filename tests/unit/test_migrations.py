@@ -23,10 +23,12 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
-import tunnelgw.models  # noqa: F401
 from tests import pgcluster
 from tests.factories import x509_certificate
-from tunnelgw.migrations import migrate
+from tunnelgw import models
+from tunnelgw.migrations import migrate, schema
+
+models.load_all()  # every table on the metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,13 +141,23 @@ def test_upgrade_is_idempotent_and_concurrent_upgrades_do_not_race(url):
     assert migrate.upgrade(url) == migrate.head()
 
 
+def test_the_schema_file_is_what_the_models_give():
+    """A new SQLite database is built from schema.sql (a server need not import every model
+    to start): it must hold what the models give, statement for statement."""
+    assert schema.stored() == schema.generated(), (
+        "tunnelgw/migrations/schema.sql differs from the models: write it again with "
+        "`python -m tunnelgw.migrations.schema` (and add a migration if you have not)"
+    )
+    assert schema.render(schema.stored()) == schema.FILE.read_text(encoding="utf-8")
+
+
 def test_a_new_sqlite_database_that_fails_to_build_is_left_empty(tmp_path, monkeypatch):
     """The SQLite build is one transaction: a statement that fails halfway leaves no table
     behind, and the next start builds the whole schema."""
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    ddl = migrate._sqlite_ddl()
+    ddl = schema.stored()
     broken = [*ddl[:10], "CREATE TABLE broken (", *ddl[10:]]
-    monkeypatch.setattr(migrate, "_sqlite_ddl", lambda: broken)
+    monkeypatch.setattr(schema, "stored", lambda: broken)
     with pytest.raises(sqlite3.OperationalError):
         migrate.upgrade(url)
     with contextlib.closing(sqlite3.connect(tmp_path / "new.db")) as conn:

@@ -11,10 +11,12 @@ import pytest
 from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, LargeBinary, String
 from sqlmodel import AutoString, SQLModel
 
-import tunnelgw.models  # noqa: F401  (registers every table)
+from tunnelgw import models
 from tunnelgw.crypto import keys
 from tunnelgw.models.base import SECRET
 from tunnelgw.services import snapshots
+
+models.load_all()  # every table on the metadata
 
 SECRET_NAMES = re.compile(r".*_hash|wrapped_.*|.*sealed.*|.*secret.*|.*private_key.*")
 # Columns named like secrets that are not: a key's type, an id.

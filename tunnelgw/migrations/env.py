@@ -11,10 +11,11 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 from sqlmodel.sql.sqltypes import AutoString
 
-import tunnelgw.models  # noqa: F401  (registers every table on SQLModel.metadata)
+from tunnelgw import models
 from tunnelgw.core.settings import Settings
 from tunnelgw.migrations.migrate import sync_url
 
+models.load_all()  # every table on SQLModel.metadata
 target_metadata = SQLModel.metadata
 
 

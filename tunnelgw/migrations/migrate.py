@@ -18,12 +18,13 @@ import traceback
 from collections.abc import Iterator
 from multiprocessing.connection import Connection as PipeEnd
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import create_engine, create_mock_engine, inspect, text
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlmodel import SQLModel
 
+from tunnelgw.migrations import schema
 from tunnelgw.storage.connections import PRIVATE_FILE_MODE, private_sqlite_file
 from tunnelgw.storage.db import Database, run_with
 from tunnelgw.storage.statements import Query
@@ -195,8 +196,9 @@ def _create_at_head(connection: Connection) -> str:
     revisions replay the schema's history, which an empty database does not have, and cost
     most of a first start. tests/unit/test_migrations.py checks that both ways build the same
     schema, and that Alembic reads the stamp and migrates on from it."""
-    import tunnelgw.models  # noqa: F401 - registers every table on the metadata
+    from tunnelgw import models
 
+    models.load_all()  # every table on the metadata
     if connection.dialect.name == "sqlite":
         # Python's sqlite3 begins no transaction for DDL: each CREATE would commit on its own
         # (a journal sync each, ~100 of them), and a crash would leave half a schema.
@@ -208,22 +210,6 @@ def _create_at_head(connection: Connection) -> str:
 
 
 _STAMP = "INSERT INTO alembic_version (version_num) VALUES (:v)"
-
-
-def _sqlite_ddl() -> list[str]:
-    """The statements `create_all` issues for every table of the models on an empty SQLite
-    database, in its order, as SQLAlchemy's mock engine records them (its documented way to
-    have the DDL without a database)."""
-    import tunnelgw.models  # noqa: F401 - registers every table on the metadata
-
-    statements: list[str] = []
-
-    def record(sql: Any, *_multiparams: Any, **_params: Any) -> None:
-        statements.append(str(sql.compile(dialect=engine.dialect)))
-
-    engine = create_mock_engine("sqlite://", record)
-    SQLModel.metadata.create_all(engine, checkfirst=False)
-    return statements
 
 
 def _build_empty_sqlite(database: str) -> bool:
@@ -238,7 +224,7 @@ def _build_empty_sqlite(database: str) -> bool:
         try:
             empty = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone()
             if empty is None:
-                for statement in (*_sqlite_ddl(), _VERSION_TABLE):
+                for statement in (*schema.stored(), _VERSION_TABLE):
                     conn.execute(statement)
                 conn.execute(_STAMP, {"v": HEAD})
         except BaseException:

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Table, delete, select
 from sqlmodel import SQLModel, col
 
+from tunnelgw import models
 from tunnelgw.core import ids, settings
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.models import Account, ApiKey, Principal
@@ -163,7 +164,7 @@ async def page(limit: int, before_id: str | None) -> tuple[list[Account], bool]:
 def account_tables() -> list[Table]:
     """Every table whose rows belong to an account (an `account_id` column), children
     first: derived from the models, so a new table is covered without a list to keep."""
-    import tunnelgw.models  # noqa: F401  (registers every table)
+    models.load_all()  # every table on the metadata
 
     return [table for table in reversed(SQLModel.metadata.sorted_tables) if "account_id" in table.c]
 

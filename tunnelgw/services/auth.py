@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import aliased
-from sqlmodel import col
+from sqlmodel import SQLModel, col
 
 from tunnelgw.core import ids, timefmt
 from tunnelgw.core.errors import ApiError, Code
@@ -120,7 +120,7 @@ async def bearer_info(token: str, row: tuple[str, str] | None = None) -> dict[st
     digest = hash_token(token)
     carried = None
     kind = _ACCESS if token.startswith(ACCESS_TOKEN_PREFIX) else _KEYS
-    model = _MODELS_AT.get(row[0]) if row is not None else None
+    model = _model_at(row[0]) if row is not None else None
     target = (model, row[1]) if model is not None and row is not None else None
     async with db.read() as unit:
         if target is None:
@@ -261,7 +261,15 @@ def _collections() -> dict[str, type[AccountScoped]]:
     return {path: models[0] for path, models in found.items() if len(models) == 1}
 
 
-_MODELS_AT = _collections()
+_models_at: tuple[int, dict[str, type[AccountScoped]]] = (-1, {})
+
+
+def _model_at(path: str) -> type[AccountScoped] | None:
+    global _models_at
+    loaded, found = _models_at
+    if loaded != len(SQLModel.metadata.tables):
+        _models_at = loaded, found = len(SQLModel.metadata.tables), _collections()
+    return found.get(path)
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import func, select
-from sqlmodel import SQLModel, col
+from sqlmodel import col
 
 from tunnelgw.core import ids, settings, timefmt
 from tunnelgw.models import (
@@ -95,10 +95,8 @@ def kind_of(row: Any) -> str | None:
 
 
 @functools.cache
-def _watched() -> frozenset[type]:
-    tables = [mapper.class_ for mapper in SQLModel._sa_registry.mappers]
-    kinds = {model for model in tables if getattr(model, "EVENT_KIND", None) is not None}
-    return frozenset(kinds | {Edge} | set(_PARENTS))
+def _watched(model: type) -> bool:
+    return getattr(model, "EVENT_KIND", None) is not None or model is Edge or model in _PARENTS
 
 
 async def render(unit: Unit, row: Any) -> dict[str, Any]:
@@ -161,7 +159,7 @@ class EventObserver:
         self.fault_rules = fault_rules
 
     def watches(self, model: type) -> bool:
-        return model in _watched()
+        return _watched(model)
 
     def _quiet(self, row: Record) -> bool:
         return self.routes is None and getattr(row, "account_id", None) == self.account

@@ -26,9 +26,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, literal, select, update
 from sqlmodel import col
 
+from tunnelgw import models
 from tunnelgw.core import settings
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import QUOTA_KINDS, Account, QuotaUsage
+from tunnelgw.models import Account, QuotaUsage
 from tunnelgw.models.base import AccountScoped
 from tunnelgw.storage import records
 from tunnelgw.storage.statements import Query
@@ -73,8 +74,9 @@ def check_kinds(configured: settings.Settings) -> None:
     from pydantic import ValidationError
 
     for kind in settings.parse_quotas(configured.quotas):
-        if kind not in QUOTA_KINDS:
-            known = ", ".join(sorted(QUOTA_KINDS))
+        model = models.table_named(kind)
+        if model is None or not model.QUOTA:
+            known = ", ".join(sorted(models.QUOTA_KINDS))
             problem = ValueError(f"{kind!r} is not a kind of resource with a quota ({known})")
             raise ValidationError.from_exception_data(
                 "Settings",

@@ -13,6 +13,7 @@ import orjson
 from sqlalchemy import Boolean, DateTime, Float, Integer, LargeBinary, Table, select, text
 from sqlmodel import SQLModel
 
+from tunnelgw import models
 from tunnelgw.core import timefmt
 from tunnelgw.crypto import keys
 from tunnelgw.models.base import SECRET
@@ -35,7 +36,7 @@ LEFT_OUT_PREFIX = "!left-out:"
 @functools.cache
 def tables() -> tuple[Table, ...]:
     """The exported tables, parents before children."""
-    import tunnelgw.models  # noqa: F401  (registers every table)
+    models.load_all()  # every table on the metadata
 
     return tuple(
         table
