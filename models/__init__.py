@@ -133,7 +133,9 @@ def table_named(name: str) -> type[AccountScoped] | None:
     module is named as the table: tests/unit/test_models.py checks it); None if none is."""
     from tunnelgw.models.base import AccountScoped
 
-    if not name.isidentifier() or importlib.util.find_spec(f"{__name__}.{name}") is None:
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    if importlib.util.find_spec(f"{__name__}.{name}") is None:
         return None
     module = importlib.import_module(f"{__name__}.{name}")
     found = [

@@ -27,7 +27,7 @@ def test_a_resources_table_is_found_by_its_name():
     setting) without importing every model."""
     for model in models.RESOURCES:
         assert models.table_named(str(model.__tablename__)) is model
-    for name in ("base", "no_such_table", "../base", "tunnel.Tunnel", ""):
+    for name in ("base", "no_such_table", "__init__", "../base", "tunnel.Tunnel", ""):
         assert models.table_named(name) is None, name
 
 
