@@ -261,10 +261,14 @@ def _collections() -> dict[str, type[AccountScoped]]:
     return {path: models[0] for path, models in found.items() if len(models) == 1}
 
 
+# `_collections()` and how many tables were loaded when it was made: a table's module is
+# imported when first named (tunnelgw.models), so the index is made again when there are more.
 _models_at: tuple[int, dict[str, type[AccountScoped]]] = (-1, {})
 
 
 def _model_at(path: str) -> type[AccountScoped] | None:
+    """The model whose rows a GET of `<path>/{id}` reads, among the tables loaded (the
+    handler of such a GET has imported its model when the check runs); None: read apart."""
     global _models_at
     loaded, found = _models_at
     if loaded != len(SQLModel.metadata.tables):

@@ -96,6 +96,7 @@ def kind_of(row: Any) -> str | None:
 
 @functools.cache
 def _watched(model: type) -> bool:
+    """Whether changes of `model`'s rows fire events (per model: tables load at first use)."""
     return getattr(model, "EVENT_KIND", None) is not None or model is Edge or model in _PARENTS
 
 
