@@ -32,7 +32,8 @@ def generated() -> list[str]:
     statements: list[str] = []
 
     def record(sql: Any, *_multiparams: Any, **_params: Any) -> None:
-        statements.append(str(sql.compile(dialect=engine.dialect)).strip())
+        compiled = str(sql.compile(dialect=engine.dialect)).strip()
+        statements.append("\n".join(line.rstrip() for line in compiled.splitlines()))
 
     engine = create_mock_engine("sqlite://", record)
     # By name where their keys leave the order open (create_all's own is the models' import
