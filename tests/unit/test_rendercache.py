@@ -10,7 +10,6 @@ import pytest
 
 from tunnelgw import models
 from tunnelgw.models import ApiKey, FaultRule, HttpResponseBackend
-from tunnelgw.models.base import AccountScoped
 from tunnelgw.services import rendercache
 from tunnelgw.services.rendercache import RenderCache, weight
 
@@ -76,11 +75,7 @@ def test_only_models_that_opt_in_and_have_no_float_columns_are_cached(monkeypatc
 
 @pytest.mark.parametrize(
     "model",
-    [
-        m
-        for m in vars(models).values()
-        if isinstance(m, type) and issubclass(m, AccountScoped) and m.CACHED_RENDERING
-    ],
+    [m for m in models.RESOURCES if m.CACHED_RENDERING],
 )
 def test_opted_in_models_are_cacheable(model):
     assert rendercache.cacheable(model)
