@@ -137,16 +137,8 @@ def table_named(name: str) -> type[AccountScoped] | None:
         return None
     if importlib.util.find_spec(f"{__name__}.{name}") is None:
         return None
-    module = importlib.import_module(f"{__name__}.{name}")
-    found = [
-        value
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, AccountScoped)
-        and value.__module__ == module.__name__
-        and getattr(value, "__tablename__", None) == name
-    ]
-    return found[0] if found else None
+    importlib.import_module(f"{__name__}.{name}")
+    return next((model for model in _tables(AccountScoped) if model.__tablename__ == name), None)
 
 
 def _tables(base: type[AccountScoped]) -> list[type[AccountScoped]]:
