@@ -166,6 +166,11 @@ CONTEXT: tuple[tuple[str, Callable[[Report], float | None], str], ...] = (
     ("list, PostgreSQL / SQLite pages read", lambda r: _ratio(r, "pg_list", "list_read"), "x"),
     ("create, PostgreSQL / SQLite", lambda r: _ratio(r, "pg_create", "create"), "x"),
     ("create, journal on / off", lambda r: _ratio(r, "create_journal", "create_journal_off"), "x"),
+    (
+        "sequential GET p50, journal on / off",
+        lambda r: _ratio(r, "get_seq_journal", "get_seq_journal_off", "p50_ms"),
+        "x",
+    ),
     ("start-up on a fresh data dir (median)", lambda r: _median_startup(r, "fresh"), "s"),
 )
 

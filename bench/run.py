@@ -307,7 +307,8 @@ class Bench:
     def part_journal(self) -> None:
         """The request journal's cost: the same server and data with the admin API off, then
         on (each request then commits its journal entry before it is answered), back to back
-        so the machine's drift between parts does not enter the ratio."""
+        so the machine's drift between parts does not enter the ratio. GET at 1 connection
+        too: a test suite's requests, one at a time, each wait for a commit of their own."""
         for label, env, suffix in (
             ("off", {}, "_journal_off"),
             ("on", {"TUNNELGW_ADMIN_API": "1"}, "_journal"),
@@ -317,6 +318,7 @@ class Bench:
                 data.check_answer(subject.server.base_url, self.token, subject.get.paths[0])
                 self.warm_up(subject)
                 self.measure("get" + suffix, "GET by id", subject, subject.get, self.concurrent)
+                self.measure("get_seq" + suffix, "GET by id", subject, subject.get, self.sequential)
                 create = data.creates(self.token)
                 self.measure("create" + suffix, "create", subject, create, self.concurrent)
 
