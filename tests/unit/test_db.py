@@ -211,6 +211,46 @@ def test_sqlite_reads_cannot_write(tmp_path):
     _run(path, scenario)
 
 
+def test_sqlite_read_queries_run_on_the_writer_unless_it_has_a_transaction_open(tmp_path):
+    """A read unit's queries use the writer's page cache (which the process's own commits do
+    not drop) while the writer has no transaction open; during one they go to the reader, and
+    so never see rows not yet committed."""
+    path = f"sqlite:///{tmp_path / 'reads.db'}"
+    migrate.upgrade(path)
+    names = select(Account.name).where(Account.id.in_(["acct_r1", "acct_r2"]))  # type: ignore[attr-defined]
+
+    async def scenario(database: Database) -> list[Any]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_r1", name="committed"))
+        ran: dict[str, list[str]] = {"writer": [], "reader": []}
+        for name, conn in (("writer", database._writer), ("reader", database._reader)):
+            assert conn is not None
+            conn.raw.set_trace_callback(
+                lambda sql, seen=ran[name]: seen.append(sql) if "account" in sql else None
+            )
+        found: list[Any] = []
+        async with database.read() as unit:
+            found.append(sorted((await unit.exec(names)).all()))
+        found.append((len(ran["writer"]), len(ran["reader"])))
+        async with database.write() as writing:
+            writing.add(Account.new(id="acct_r2", name="not yet"))
+            await writing.flush()  # inserted, the transaction still open
+            async with database.read() as unit:
+                found.append(sorted((await unit.exec(names)).all()))
+        found.append(len(ran["reader"]))
+        async with database.read() as unit:
+            found.append(sorted((await unit.exec(names)).all()))
+        return found
+
+    assert _run(path, scenario) == [
+        ["committed"],
+        (1, 0),  # the query ran on the writer, outside any transaction
+        ["committed"],  # during the write unit: on the reader, without its row
+        1,
+        ["committed", "not yet"],
+    ]
+
+
 def test_the_sqlite_writer_keeps_a_small_page_cache_and_the_reader_the_default(tmp_path):
     """Memory per worker: the writer's cache is bounded (it touches few pages), the reader's
     stays SQLite's default."""

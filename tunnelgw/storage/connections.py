@@ -87,6 +87,40 @@ class SqliteConnection:
         self.raw.executemany(sql, rows)
 
 
+class SqliteReads:
+    """What a SQLite read unit runs its statements on. A query runs on the writer connection
+    while that has no transaction open, else on the `query_only` reader: SQLite drops a
+    connection's whole page cache once another connection has committed, so the reader read
+    again, from the file, the pages of every table a request touched after each write of this
+    process (a request journal entry's commit before each answer: ~10 `pread`s a GET), where
+    the writer's cache still holds them. The writer outside a transaction sees what the
+    reader would: what is committed. Other statements (`run`, `run_many`: writes, text) go
+    to the reader, whose `query_only` refuses any write (bench/README.md, issue 31)."""
+
+    __slots__ = ("reader", "writer")
+
+    def __init__(self, reader: SqliteConnection, writer: SqliteConnection) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @property
+    def kept(self) -> dict[str, Any]:
+        return self.reader.kept
+
+    def data_version(self) -> int:
+        return self.reader.data_version()
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        conn = self.reader if self.writer.raw.in_transaction else self.writer
+        return await conn.fetch(sql, args)
+
+    async def run(self, sql: str, args: Any) -> tuple[list[Any], int]:
+        return await self.reader.run(sql, args)
+
+    async def run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self.reader.run_many(sql, rows)
+
+
 class PgConnection:
     """A pooled asyncpg connection. asyncpg prepares each statement once per connection and
     keeps it (`statement_cache_size`), so a statement costs one round trip."""

@@ -4,9 +4,11 @@
 
 - **SQLite** (stdlib `sqlite3`) runs inline on the event loop: a statement takes
   microseconds, far less than a hop to a helper thread. Each process has one connection for
-  reads (autocommit, `query_only`; every statement reads its own consistent snapshot) and one
-  for writes. Write units are serialised per process by an asyncio lock, and those of one
-  turn of the event loop share a transaction begun with `BEGIN IMMEDIATE` (group commit:
+  writes and one for reads (autocommit, `query_only`); a read unit's queries run on the
+  writer while it has no transaction open, whose page cache survives the process's own
+  commits (`SqliteReads`), and every statement reads its own consistent snapshot. Write
+  units are serialised per process by an asyncio lock, and those of one turn of the event
+  loop share a transaction begun with `BEGIN IMMEDIATE` (group commit:
   tunnelgw.storage.group_commit); writers of several processes queue in SQLite's busy
   handler (`busy_timeout`) rather than fail, and WAL lets readers go on meanwhile.
 - **PostgreSQL** (asyncpg: native asyncio, binary protocol, each connection keeps its
@@ -40,6 +42,7 @@ from tunnelgw.storage.connections import (
     WRITER_CACHE_KIB,
     PgConnection,
     SqliteConnection,
+    SqliteReads,
     configure_pg,
     keep_session,
     private_sqlite_file,
@@ -71,6 +74,7 @@ class Database:
         self._conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         self._reader: SqliteConnection | None = None
         self._writer: SqliteConnection | None = None
+        self._reads: SqliteReads | SqliteConnection | None = None  # a read unit's
         self._group = GroupCommit(lambda: self._sqlite(writer=True), lambda: self._writer)
         self._pool: Any = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
@@ -89,7 +93,14 @@ class Database:
             self._writer = SqliteConnection(self._connect(query_only=False))
             memory = self._path in ("", ":memory:")
             self._reader = self._writer if memory else SqliteConnection(self._connect(True))
+            self._reads = self._writer if memory else SqliteReads(self._reader, self._writer)
         return self._writer if writer else self._reader  # type: ignore[return-value]
+
+    def _sqlite_reads(self) -> SqliteReads | SqliteConnection:
+        """What a read unit's statements run on (`SqliteReads`)."""
+        if self._reads is None:
+            self._sqlite(writer=False)
+        return self._reads  # type: ignore[return-value]
 
     def _connect(self, query_only: bool) -> sqlite3.Connection:
         raw = sqlite3.connect(
@@ -136,7 +147,7 @@ class Database:
     async def dispose(self) -> None:
         for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
             conn.raw.close()
-        self._reader = self._writer = None
+        self._reader = self._writer = self._reads = None
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -152,7 +163,7 @@ class _ReadScope:
     async def __aenter__(self) -> Unit:
         database = self._database
         if database.is_sqlite:
-            return Unit(database._sqlite(writer=False), "sqlite", writes=False)
+            return Unit(database._sqlite_reads(), "sqlite", writes=False)
         shared = _shared.get()
         if shared is not None and shared.database is database:
             return Unit(await shared.connection(), "postgresql", writes=False)
