@@ -89,13 +89,13 @@ class SqliteConnection:
 
 class SqliteReads:
     """What a SQLite read unit runs its statements on. A query runs on the writer connection
-    while that has no transaction open, else on the `query_only` reader: SQLite drops a
-    connection's whole page cache once another connection has committed, so the reader read
-    again, from the file, the pages of every table a request touched after each write of this
-    process (a request journal entry's commit before each answer: ~10 `pread`s a GET), where
-    the writer's cache still holds them. The writer outside a transaction sees what the
-    reader would: what is committed. Other statements (`run`, `run_many`: writes, text) go
-    to the reader, whose `query_only` refuses any write (bench/README.md, issue 31)."""
+    while that has no transaction open, else on the `query_only` reader. SQLite drops a
+    connection's whole page cache once another connection has committed: after each write of
+    this process (a request journal entry's commit before each answer, say) the reader would
+    read again, from the file, the pages of every table a request touches (~10 `pread`s a
+    GET), which the writer's cache still holds. Outside a transaction the writer sees what
+    the reader would: what is committed. Other statements (`run`, `run_many`: writes, text)
+    go to the reader, whose `query_only` refuses any write (bench/README.md, issue 31)."""
 
     __slots__ = ("reader", "writer")
 
