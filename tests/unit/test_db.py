@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlmodel import select
+from sqlmodel import col, select
 
 from tests.unit.test_migrations import url  # noqa: F401  (a fresh database per engine)
 from tunnelgw.core.errors import ApiError, Code
@@ -217,7 +217,7 @@ def test_sqlite_read_queries_run_on_the_writer_unless_it_has_a_transaction_open(
     so never see rows not yet committed."""
     path = f"sqlite:///{tmp_path / 'reads.db'}"
     migrate.upgrade(path)
-    names = select(Account.name).where(Account.id.in_(["acct_r1", "acct_r2"]))  # type: ignore[attr-defined]
+    names = select(Account.name).where(col(Account.id).in_(["acct_r1", "acct_r2"]))
 
     async def scenario(database: Database) -> list[Any]:
         async with database.write() as unit:

@@ -103,13 +103,6 @@ class SqliteReads:
         self.reader = reader
         self.writer = writer
 
-    @property
-    def kept(self) -> dict[str, Any]:
-        return self.reader.kept
-
-    def data_version(self) -> int:
-        return self.reader.data_version()
-
     async def fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
         conn = self.reader if self.writer.raw.in_transaction else self.writer
         return await conn.fetch(sql, args)
