@@ -10,7 +10,9 @@
   units are serialised per process by an asyncio lock, and those of one turn of the event
   loop share a transaction begun with `BEGIN IMMEDIATE` (group commit:
   tunnelgw.storage.group_commit); writers of several processes queue in SQLite's busy
-  handler (`busy_timeout`) rather than fail, and WAL lets readers go on meanwhile.
+  handler (`busy_timeout`) rather than fail, and WAL lets readers go on meanwhile. The WAL is
+  checkpointed by a thread of the process, not by the writer on the loop
+  (tunnelgw.storage.checkpoints).
 - **PostgreSQL** (asyncpg: native asyncio, binary protocol, each connection keeps its
   prepared statements) takes connections from asyncpg's pool: reads in autocommit (one
   round trip per statement), writes in one transaction. Statements reach the connection in
@@ -36,6 +38,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import make_url
 
+from tunnelgw.storage.checkpoints import BACKSTOP_PAGES, Checkpointer
 from tunnelgw.storage.connections import (
     PG_STATEMENT_CACHE,
     SQLITE_PRAGMAS,
@@ -75,7 +78,10 @@ class Database:
         self._reader: SqliteConnection | None = None
         self._writer: SqliteConnection | None = None
         self._reads: SqliteReads | SqliteConnection | None = None  # a read unit's
-        self._group = GroupCommit(lambda: self._sqlite(writer=True), lambda: self._writer)
+        self._checkpoints: Checkpointer | None = None  # a SQLite file's, with its writer
+        self._group = GroupCommit(
+            lambda: self._sqlite(writer=True), lambda: self._writer, self._committed
+        )
         self._pool: Any = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
 
@@ -94,7 +100,13 @@ class Database:
             memory = self._path in ("", ":memory:")
             self._reader = self._writer if memory else SqliteConnection(self._connect(True))
             self._reads = self._writer if memory else SqliteReads(self._reader, self._writer)
+            if not memory:
+                self._checkpoints = Checkpointer(self._path)
         return self._writer if writer else self._reader  # type: ignore[return-value]
+
+    def _committed(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
 
     def _sqlite_reads(self) -> SqliteReads | SqliteConnection:
         """What a read unit's statements run on (`SqliteReads`)."""
@@ -112,6 +124,7 @@ class Database:
             raw.execute("PRAGMA query_only=ON")
         else:
             raw.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+            raw.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")  # `Checkpointer` does
         return raw
 
     async def _pg_pool(self) -> Any:
@@ -145,6 +158,9 @@ class Database:
         return lease, PgConnection(await lease.__aenter__())
 
     async def dispose(self) -> None:
+        if self._checkpoints is not None:  # before the connections: the last to close checkpoints
+            checkpoints, self._checkpoints = self._checkpoints, None
+            checkpoints.close()
         for conn in {id(c): c for c in (self._reader, self._writer) if c is not None}.values():
             conn.raw.close()
         self._reader = self._writer = self._reads = None

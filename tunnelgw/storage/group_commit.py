@@ -60,16 +60,19 @@ class Member:
 
 class GroupCommit:
     """The write transactions of one SQLite database in this process. `writer()` opens (or
-    returns) the writer connection; `current()` is it, or None once the database is closed."""
+    returns) the writer connection; `current()` is it, or None once the database is closed;
+    `committed()` is told of each commit."""
 
     def __init__(
         self,
         writer: Callable[[], SqliteConnection],
         current: Callable[[], SqliteConnection | None],
+        committed: Callable[[], None],
     ) -> None:
         self.lock = asyncio.Lock()
         self._writer = writer
         self._current = current
+        self._committed = committed  # after each commit (the database's checkpoints)
         self._open: Transaction | None = None
         self._due = False  # its turn ended while a unit was open: that unit commits
 
@@ -165,6 +168,7 @@ class GroupCommit:
             transaction.end(exc)
         else:
             transaction.end(None)
+            self._committed()
 
     def _undo(self, member: Member, error: BaseException) -> None:
         """Roll a unit back: to its savepoint, or the whole transaction when the unit is its

@@ -1,0 +1,126 @@
+"""SQLite checkpoints: the WAL's pages reach the database file through a thread of the
+process, never through the writer on the event loop (tunnelgw.storage.checkpoints)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from tunnelgw.migrations import migrate
+from tunnelgw.models import Account
+from tunnelgw.storage.checkpoints import BACKSTOP_PAGES, Checkpointer
+from tunnelgw.storage.db import Database
+
+
+def _in_the_file(path: Path) -> list[str]:
+    """The accounts the database file itself holds, without what its WAL holds (`immutable`:
+    SQLite reads the file alone)."""
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as conn:
+        return sorted(row[0] for row in conn.execute("SELECT id FROM account"))
+
+
+async def _until(done, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if done():
+            return
+        await asyncio.sleep(0.02)
+
+
+def test_committed_pages_reach_the_file_through_the_thread(tmp_path):
+    db = tmp_path / "ckpt.db"
+    migrate.upgrade(f"sqlite:///{db}")
+
+    async def scenario() -> tuple[object, ...]:
+        database = Database(f"sqlite:///{db}")
+        try:
+            async with database.write() as unit:
+                unit.add(Account.new(id="acct_ck1", name="one"))
+            checkpoints = database._checkpoints
+            assert checkpoints is not None
+            assert checkpoints.running
+            async with database.write() as unit:
+                [(backstop,)] = (await unit.exec(text("PRAGMA wal_autocheckpoint"))).all()
+            await _until(lambda: "acct_ck1" in _in_the_file(db))
+            return backstop, _in_the_file(db), checkpoints.checkpoints >= 1
+        finally:
+            await database.dispose()
+
+    assert asyncio.run(scenario()) == (BACKSTOP_PAGES, ["acct_ck1"], True)
+
+
+def test_without_the_thread_the_writer_leaves_the_pages_in_the_wal(tmp_path):
+    """The writer's own automatic checkpoint waits for `BACKSTOP_PAGES`: a few commits stay in
+    the WAL, read from there, until the thread copies them (or the last connection closes)."""
+    db = tmp_path / "wal.db"
+    migrate.upgrade(f"sqlite:///{db}")
+
+    async def scenario() -> tuple[object, ...]:
+        database = Database(f"sqlite:///{db}")
+        try:
+            async with database.write() as unit:
+                unit.add(Account.new(id="acct_w0", name="first"))
+            assert database._checkpoints is not None
+            database._checkpoints.close()
+            for i in range(1, 20):
+                async with database.write() as unit:
+                    unit.add(Account.new(id=f"acct_w{i}", name=f"n{i}"))
+            async with database.read() as unit:
+                seen = len((await unit.exec(text("SELECT id FROM account"))).all())
+            return seen, [a for a in _in_the_file(db) if a.startswith("acct_w")]
+        finally:
+            await database.dispose()
+
+    seen, in_file = asyncio.run(scenario())
+    assert seen == 20
+    assert set(in_file) <= {"acct_w0"}  # the first commit, should the thread have run
+    assert len(_in_the_file(db)) == 20  # the last connection to close checkpointed the rest
+
+
+def test_dispose_stops_the_thread_and_memory_databases_have_none(tmp_path):
+    db = tmp_path / "stop.db"
+    migrate.upgrade(f"sqlite:///{db}")
+
+    async def scenario() -> tuple[bool, bool, object]:
+        database = Database(f"sqlite:///{db}")
+        async with database.read() as unit:
+            await unit.exec(text("SELECT 1"))
+        checkpoints = database._checkpoints
+        assert checkpoints is not None
+        was_running = checkpoints.running
+        await database.dispose()
+        memory = Database("sqlite://")
+        async with memory.read() as unit:
+            await unit.exec(text("SELECT 1"))
+        await memory.dispose()
+        return was_running, checkpoints.running, memory._checkpoints
+
+    assert asyncio.run(scenario()) == (True, False, None)
+
+
+def test_a_failed_checkpoint_is_logged_and_the_next_commit_tries_again(tmp_path, caplog):
+    """A checkpoint that fails (here: the file is not a database) is a warning, not the end
+    of the thread."""
+    bad = tmp_path / "not-a-database"
+    bad.write_bytes(b"plain text, not SQLite" * 100)
+    checkpoints = Checkpointer(str(bad), interval=0.01)
+    try:
+        with caplog.at_level(logging.WARNING, logger="tunnelgw"):
+            for _ in range(2):
+                before = len(caplog.records)
+                checkpoints.committed()
+                for _ in range(500):
+                    if len(caplog.records) > before:
+                        break
+                    time.sleep(0.01)
+        failures = [r for r in caplog.records if "checkpoint of" in r.getMessage()]
+        assert len(failures) == 2
+        assert checkpoints.running
+        assert checkpoints.checkpoints == 0
+    finally:
+        checkpoints.close()
+    assert not checkpoints.running
