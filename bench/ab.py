@@ -62,6 +62,8 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "seq": ("GET by id, 1 connection, p50 ms", "ms", False),
     "listread": ("list of 100 under rotating cursors, req/s", "req/s", True),
     "create": ("create, req/s", "req/s", True),
+    "get_p99": ("GET by id, p99 ms", "ms", False),
+    "create_p99": ("create, p99 ms", "ms", False),
     "rss": ("worker RSS after the runs, MiB", "MiB", False),
     "startup": ("start-up to the first answer, fresh data dir, s", "s", False),
 }
@@ -183,6 +185,8 @@ def measure_load(
     if stats.non_2xx or stats.errors:
         raise RuntimeError(f"{side.label} {name}: {stats.non_2xx} non-2xx, {stats.sample}")
     side.results.setdefault(name, []).append(stats.p50_ms if name == "seq" else stats.rps)
+    if f"{name}_p99" in METRICS:  # the tail of the same run (a stall shows there first)
+        side.results.setdefault(f"{name}_p99", []).append(stats.p99_ms)
 
 
 def measure_rss(side: Side, server: servers.Server) -> None:
@@ -329,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
             for side in order:
                 print(f"ab: round {round_no + 1}/{args.rounds}: {side.label}", flush=True)
                 measure_round(side, args, Path(tmp), round_no)
-    rows = report(a, b, args.scenarios)
+    tails = [f"{name}_p99" for name in args.scenarios if f"{name}_p99" in METRICS]
+    rows = report(a, b, [*args.scenarios, *tails])
     print(f"\n{args.rounds} rounds in {time.monotonic() - started:.0f}s")
     output = args.output or BENCH_DIR / "results" / f"ab-{label_a[:7]}-{label_b[:7]}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
