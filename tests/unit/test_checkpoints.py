@@ -8,7 +8,9 @@ import logging
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from tunnelgw.migrations import migrate
@@ -31,75 +33,81 @@ async def _until(done, seconds: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def test_committed_pages_reach_the_file_through_the_thread(tmp_path):
-    db = tmp_path / "ckpt.db"
-    migrate.upgrade(f"sqlite:///{db}")
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    """A migrated SQLite database file."""
+    path = tmp_path / "checkpoints.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
 
-    async def scenario() -> tuple[object, ...]:
-        database = Database(f"sqlite:///{db}")
+
+def _run(path: Path, scenario) -> Any:
+    """`await scenario(database)` on a `Database` of `path`, disposed after."""
+
+    async def main() -> Any:
+        database = Database(f"sqlite:///{path}")
         try:
-            async with database.write() as unit:
-                unit.add(Account.new(id="acct_ck1", name="one"))
-            checkpoints = database._checkpoints
-            assert checkpoints is not None
-            assert checkpoints.running
-            async with database.write() as unit:
-                [(backstop,)] = (await unit.exec(text("PRAGMA wal_autocheckpoint"))).all()
-            await _until(lambda: "acct_ck1" in _in_the_file(db))
-            return backstop, _in_the_file(db), checkpoints.checkpoints >= 1
+            return await scenario(database)
         finally:
             await database.dispose()
 
-    assert asyncio.run(scenario()) == (BACKSTOP_PAGES, ["acct_ck1"], True)
+    return asyncio.run(main())
 
 
-def test_without_the_thread_the_writer_leaves_the_pages_in_the_wal(tmp_path):
-    """The writer's own automatic checkpoint waits for `BACKSTOP_PAGES`: a few commits stay in
-    the WAL, read from there, until the thread copies them (or the last connection closes)."""
-    db = tmp_path / "wal.db"
-    migrate.upgrade(f"sqlite:///{db}")
-
-    async def scenario() -> tuple[object, ...]:
-        database = Database(f"sqlite:///{db}")
-        try:
-            async with database.write() as unit:
-                unit.add(Account.new(id="acct_w0", name="first"))
-            assert database._checkpoints is not None
-            database._checkpoints.close()
-            for i in range(1, 20):
-                async with database.write() as unit:
-                    unit.add(Account.new(id=f"acct_w{i}", name=f"n{i}"))
-            async with database.read() as unit:
-                seen = len((await unit.exec(text("SELECT id FROM account"))).all())
-            return seen, [a for a in _in_the_file(db) if a.startswith("acct_w")]
-        finally:
-            await database.dispose()
-
-    seen, in_file = asyncio.run(scenario())
-    assert seen == 20
-    assert set(in_file) <= {"acct_w0"}  # the first commit, should the thread have run
-    assert len(_in_the_file(db)) == 20  # the last connection to close checkpointed the rest
-
-
-def test_dispose_stops_the_thread_and_memory_databases_have_none(tmp_path):
-    db = tmp_path / "stop.db"
-    migrate.upgrade(f"sqlite:///{db}")
-
-    async def scenario() -> tuple[bool, bool, object]:
-        database = Database(f"sqlite:///{db}")
-        async with database.read() as unit:
-            await unit.exec(text("SELECT 1"))
+def test_committed_pages_reach_the_file_through_the_thread(path):
+    async def scenario(database: Database) -> tuple[object, ...]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_ck1", name="one"))
         checkpoints = database._checkpoints
         assert checkpoints is not None
-        was_running = checkpoints.running
-        await database.dispose()
-        memory = Database("sqlite://")
-        async with memory.read() as unit:
-            await unit.exec(text("SELECT 1"))
-        await memory.dispose()
-        return was_running, checkpoints.running, memory._checkpoints
+        assert checkpoints.running
+        async with database.write() as unit:
+            [(backstop,)] = (await unit.exec(text("PRAGMA wal_autocheckpoint"))).all()
+        await _until(lambda: "acct_ck1" in _in_the_file(path))
+        return backstop, _in_the_file(path), checkpoints.checkpoints >= 1
 
-    assert asyncio.run(scenario()) == (True, False, None)
+    assert _run(path, scenario) == (BACKSTOP_PAGES, ["acct_ck1"], True)
+
+
+def test_without_the_thread_the_writer_leaves_the_pages_in_the_wal(path):
+    """The writer's own automatic checkpoint waits for `BACKSTOP_PAGES`: a few commits stay in
+    the WAL, read from there, until the thread copies them (or the last connection closes)."""
+
+    async def scenario(database: Database) -> tuple[int, list[str]]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_w0", name="first"))
+        assert database._checkpoints is not None
+        database._checkpoints.close()
+        for i in range(1, 20):
+            async with database.write() as unit:
+                unit.add(Account.new(id=f"acct_w{i}", name=f"n{i}"))
+        async with database.read() as unit:
+            seen = len((await unit.exec(text("SELECT id FROM account"))).all())
+        return seen, [a for a in _in_the_file(path) if a.startswith("acct_w")]
+
+    seen, in_file = _run(path, scenario)
+    assert seen == 20
+    assert set(in_file) <= {"acct_w0"}  # the first commit, should the thread have run
+    assert len(_in_the_file(path)) == 20  # the last connection to close checkpointed the rest
+
+
+def test_dispose_stops_the_thread_and_memory_databases_have_none(path):
+    async def started(database: Database) -> Checkpointer | None:
+        async with database.read() as unit:
+            await unit.exec(text("SELECT 1"))
+        assert database._checkpoints is not None
+        assert database._checkpoints.running
+        return database._checkpoints
+
+    async def in_memory(database: Database) -> Checkpointer | None:
+        async with database.read() as unit:
+            await unit.exec(text("SELECT 1"))
+        return database._checkpoints
+
+    checkpoints = _run(path, started)
+    assert checkpoints is not None
+    assert not checkpoints.running
+    assert _run(Path(":memory:"), in_memory) is None
 
 
 def test_a_failed_checkpoint_is_logged_and_the_next_commit_tries_again(tmp_path, caplog):
