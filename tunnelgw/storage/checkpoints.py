@@ -13,8 +13,17 @@ A `Checkpointer` takes that work off the loop. The writer tells it of each commi
 connection of its own, runs a passive checkpoint (`PRAGMA wal_checkpoint(PASSIVE)`: it
 copies what no reader still needs, without waiting for or blocking readers or writers) at
 most once per `interval` while commits come, none while none do. SQLite releases the GIL
-while it copies and syncs. The writer keeps its own automatic checkpoint, raised to
-`BACKSTOP_PAGES`, should the thread fall behind or fail.
+while it copies and syncs.
+
+The writer keeps its own automatic checkpoint, raised to `BACKSTOP_PAGES`, and it is still
+what rewinds the WAL: SQLite writes the WAL from its start again only when a write begins
+with every frame copied, which a checkpoint running beside a steady stream of commits seldom
+leaves. Under steady writes the `-wal` file therefore grows to about `BACKSTOP_PAGES` pages
+(~40 MiB) before the writer's checkpoint, which then finds nearly every page copied, rewinds
+it; between writes the thread's checkpoint leaves every frame copied and the next write
+rewinds it. Readers are not slowed by the longer file: they look up only the frames not yet
+copied. Keeping SQLite's 1,000 pages instead (the thread copying ahead every 0.1 or 0.5 s)
+left the writer's checkpoints as long as before (bench/README.md, fifteenth round).
 """
 
 from __future__ import annotations
@@ -25,8 +34,9 @@ import threading
 
 log = logging.getLogger("tunnelgw")
 
-# The writer connection's own automatic checkpoint (`PRAGMA wal_autocheckpoint`, in pages):
-# only if the thread falls that far behind (a WAL of ~40 MiB at 4 KiB pages).
+# The writer connection's own automatic checkpoint (`PRAGMA wal_autocheckpoint`, in pages): it
+# rewinds a WAL that steady writes have grown to ~40 MiB (4 KiB pages), and bounds it should
+# the thread fall behind or fail.
 BACKSTOP_PAGES = 10_000
 # The least time between two checkpoints (seconds): the commits of that time share one, and
 # its two syncs.
