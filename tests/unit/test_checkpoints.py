@@ -92,22 +92,17 @@ def test_without_the_thread_the_writer_leaves_the_pages_in_the_wal(path):
 
 
 def test_dispose_stops_the_thread_and_memory_databases_have_none(path):
-    async def started(database: Database) -> Checkpointer | None:
+    async def opened(database: Database) -> tuple[Checkpointer | None, bool]:
         async with database.read() as unit:
             await unit.exec(text("SELECT 1"))
-        assert database._checkpoints is not None
-        assert database._checkpoints.running
-        return database._checkpoints
+        checkpoints = database._checkpoints
+        return checkpoints, checkpoints is not None and checkpoints.running
 
-    async def in_memory(database: Database) -> Checkpointer | None:
-        async with database.read() as unit:
-            await unit.exec(text("SELECT 1"))
-        return database._checkpoints
-
-    checkpoints = _run(path, started)
+    checkpoints, was_running = _run(path, opened)
+    assert was_running
     assert checkpoints is not None
     assert not checkpoints.running
-    assert _run(Path(":memory:"), in_memory) is None
+    assert _run(Path(":memory:"), opened) == (None, False)
 
 
 def test_a_failed_checkpoint_is_logged_and_the_next_commit_tries_again(tmp_path, caplog):

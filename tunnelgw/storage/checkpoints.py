@@ -73,8 +73,7 @@ class Checkpointer:
         """Stop the thread, waiting for a checkpoint under way (at most `timeout` seconds)."""
         self._stop.set()
         self._due.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         try:

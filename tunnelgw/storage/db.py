@@ -124,7 +124,8 @@ class Database:
             raw.execute("PRAGMA query_only=ON")
         else:
             raw.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            raw.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")  # `Checkpointer` does
+            # A thread checkpoints (`Checkpointer`); the writer's own only bounds the WAL.
+            raw.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         return raw
 
     async def _pg_pool(self) -> Any:
