@@ -22,8 +22,11 @@ because OpenAPI 3.0 cannot express them.
   example instead: random objects almost never set exactly one kind.
 - A positive case with a comma inside an item of a comma-separated query array is dropped
 - A positive simulated-agent connect (`POST /_admin/agent_sessions`) carries the authtoken of
-  the credential seeded into the run's account (tests/contract/seed.py): a generated token
-  is never a credential's, and every connect would be refused before its logic.
+  a credential made for it just before: a generated token is never a credential's, and the
+  admin run's resets remove the seeded credential (tests/contract/seed.py), after which
+  every connect would be refused before its logic: 403 for each, and when no connect had
+  passed before the first reset, the run failed on Schemathesis's warning that the
+  operation answered only 401/403.
 - A positive disconnect (`DELETE /_admin/agent_sessions/{id}`) ends a session connected for
   it just before (with a credential made for it), so each case reaches a live session: the
   admin run's resets remove seeded sessions and credentials alike.
@@ -218,18 +221,44 @@ OWN_KEY = os.environ.get("TUNNELGW_CONTRACT_OWN_KEY", "")
 TOKEN = os.environ.get("TUNNELGW_CONTRACT_TOKEN", "")
 
 
-def _live_session(base_url: str) -> str:
-    """A new simulated agent's session of the run's account (its id, "" if none could be
-    made): a credential, then a connect with its token."""
+def _client(base_url: str) -> Any:
+    """An HTTP client of the run's account (its API key's token)."""
     import httpx
 
     headers = {"Authorization": f"Bearer {TOKEN}", "Service-Version": "2"}
-    with httpx.Client(base_url=base_url, headers=headers, timeout=10, trust_env=False) as http:
-        credential = http.post("/credentials", json={})
-        if credential.status_code != 201:
+    return httpx.Client(base_url=base_url, headers=headers, timeout=10, trust_env=False)
+
+
+def _new_authtoken(http: Any) -> str:
+    """The authtoken of a new tunnel credential of the run's account ("" if none was made)."""
+    credential = http.post("/credentials", json={})
+    return str(credential.json()["token"]) if credential.status_code == 201 else ""
+
+
+def _live_session(base_url: str) -> str:
+    """A new simulated agent's session of the run's account (its id, "" if none could be
+    made): a credential, then a connect with its token."""
+    with _client(base_url) as http:
+        authtoken = _new_authtoken(http)
+        if not authtoken:
             return ""
-        agent = http.post("/_admin/agent_sessions", json={"authtoken": credential.json()["token"]})
+        agent = http.post("/_admin/agent_sessions", json={"authtoken": authtoken})
         return str(agent.json()["tunnel_session"]["id"]) if agent.status_code == 201 else ""
+
+
+def _base_url(case: Any) -> str:
+    return str(case.operation.base_url or case.operation.schema.get_base_url())
+
+
+def _connect_authtoken(case: Any) -> str:
+    """The authtoken a positive agent connect sends: a new credential's, else (no run token,
+    or the credential was refused) the seeded one's."""
+    if TOKEN:
+        with _client(_base_url(case)) as http:
+            authtoken = _new_authtoken(http)
+        if authtoken:
+            return authtoken
+    return seed.AGENT_TOKEN
 
 
 def _deletes_own_key(case: Any) -> bool:
@@ -362,7 +391,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     if isinstance(case.query, dict) and "filter" in case.query:
         case.query = {**case.query, "filter": _valid_filter(case.query["filter"])}
     if case.operation.path == "/_admin/agent_sessions/{id}" and TOKEN:
-        session = _live_session(case.operation.base_url or case.operation.schema.get_base_url())
+        session = _live_session(_base_url(case))
         if session:
             case.path_parameters = {**(case.path_parameters or {}), "id": session}
     if not isinstance(case.body, dict):
@@ -372,7 +401,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
         return
     case.body = _operator_binding(schema, _with_path_echoes(schema, case))
     if case.operation.path == "/_admin/agent_sessions" and "authtoken" in case.body:
-        case.body = {**case.body, "authtoken": seed.AGENT_TOKEN}
+        case.body = {**case.body, "authtoken": _connect_authtoken(case)}
     flat = any(case.body.get(name) is not None for name in ("enabled", "backend_id"))
     wrapped = case.body.get("module") is not None
     if schema.get("x-check") == "tls-edge-backend-form" and flat and wrapped:
