@@ -8,11 +8,14 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 
 import pytest
+from pydantic import ValidationError
 from sqlmodel import select
 
 from tunnelgw import cli
+from tunnelgw.core.settings import Settings
 from tunnelgw.http import edge
 from tunnelgw.migrations import migrate
 from tunnelgw.models import Account, ApiKey, Principal
@@ -49,6 +52,60 @@ def test_the_command_runs_with_the_collector_back_on(data_dir, capsys, monkeypat
     assert run() == 0
     assert seen == [True]
     assert gc.isenabled()
+
+
+@pytest.fixture
+def oo_bytecode(monkeypatch, tmp_path):
+    """`tunnelgw.__main__` as in a process started as `tunnelgw serve --port 9` by a plain
+    interpreter whose bytecode can be cached (the package's folder is `tmp_path`); returns
+    the `-OO` bytecode's path there."""
+    from tunnelgw import __main__ as entry
+
+    monkeypatch.setattr(sys, "orig_argv", ["/venv/bin/python", "/venv/bin/tunnelgw", *SERVE])
+    monkeypatch.setattr(sys, "flags", _Flags(optimize=0))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.delenv("TUNNELGW_OPTIMIZE", raising=False)
+    monkeypatch.setattr(entry, "__file__", str(tmp_path / "__main__.py"))
+    return tmp_path / "__pycache__" / f"__main__.{sys.implementation.cache_tag}.opt-2.pyc"
+
+
+SERVE = ["serve", "--port", "9"]
+
+
+class _Flags:
+    def __init__(self, optimize: int) -> None:
+        self.optimize = optimize
+
+
+def test_serve_starts_again_under_python_oo_unless_told_or_unable(oo_bytecode, monkeypatch):
+    """`tunnelgw serve` starts itself again as `python -OO` (less memory per worker), except:
+    another command; arguments other than the process's own (a program calling `run()`);
+    `TUNNELGW_OPTIMIZE` off; an interpreter with an optimization level of its own; no way to
+    cache the `-OO` bytecode (each start would compile every module)."""
+    from tunnelgw.__main__ import optimizes
+
+    assert optimizes(SERVE)
+    assert not optimizes(["migrate"])
+    assert not optimizes(["serve", "--port", "10"])
+    for off in ("false", "0", "No", " off "):
+        monkeypatch.setenv("TUNNELGW_OPTIMIZE", off)
+        assert not optimizes(SERVE), off
+    monkeypatch.setenv("TUNNELGW_OPTIMIZE", "true")
+    assert optimizes(SERVE)
+    monkeypatch.setattr(sys, "flags", _Flags(optimize=1))
+    assert not optimizes(SERVE)
+    monkeypatch.setattr(sys, "flags", _Flags(optimize=0))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert not optimizes(SERVE)  # nothing cached, and nothing may be
+    oo_bytecode.parent.mkdir()
+    oo_bytecode.write_bytes(b"")
+    assert optimizes(SERVE)  # cached already (an image built with `python -OO -m compileall`)
+
+
+def test_the_setting_refuses_what_is_neither_true_nor_false(monkeypatch):
+    monkeypatch.setenv("TUNNELGW_OPTIMIZE", "sometimes")
+    with pytest.raises(ValidationError, match="boolean"):
+        Settings()
 
 
 def test_account_principal_and_key(data_dir, capsys):

@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     # (tunnelgw.core.platform_errors). `tunnelgw` (default): tunnelgw's own codes.
     profile: Literal["tunnelgw", "platform"] = "tunnelgw"
     json_logs: bool = False
+    # `tunnelgw serve` starts itself again as `python -OO` (docstrings and asserts left out:
+    # ~5 MiB less per worker). Read by `tunnelgw/__main__.py` before this class is imported,
+    # with the same words for false; declared here so that a bad value is refused.
+    optimize: bool = True
     # The admin API (`/_admin/`: reset, fixtures, clock, faults) for test suites; off by default.
     admin_api: bool = False
     # With the admin API on: how many of an account's API requests its request journal keeps
