@@ -27,9 +27,14 @@ def _in_the_file(path: Path) -> list[str]:
 
 
 async def _until(done, seconds: float = 10.0) -> None:
+    """Poll `done` until it is true. A read of the file alone (`_in_the_file`) while the
+    thread writes it may find a page half copied and fail; it is read again."""
     for _ in range(int(seconds / 0.02)):
-        if done():
-            return
+        try:
+            if done():
+                return
+        except sqlite3.DatabaseError:
+            pass
         await asyncio.sleep(0.02)
 
 
