@@ -41,9 +41,10 @@ def optimizes(args: list[str]) -> bool:
 
     Python's `-OO` leaves out docstrings and `assert` statements as it compiles; the
     docstrings of the server's dependencies are ~5 MiB of each worker's memory
-    (bench/README.md, issue 31). Only `serve` is started again (the other commands are short,
-    and `--help` reads docstrings), only when these are the arguments the process was started
-    with (not when a program calls `run()` with arguments of its own), and only when:
+    (bench/README.md, issue 31). Only `serve` is started again (the other commands end in
+    seconds, and the command line's own help is a docstring), only when these are the
+    arguments the process was started with (not when a program calls `run()` with arguments
+    of its own), and only when:
     - `TUNNELGW_OPTIMIZE` is not turned off;
     - the interpreter was not started with an optimization level of its own (`-O`, `-OO`,
       `PYTHONOPTIMIZE`), which is kept as it is;
