@@ -168,7 +168,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (Linux's /proc; empty elsewhere)."""
     found = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
@@ -193,7 +193,7 @@ def _stop(binaries: Binaries, data: Path, pid: int | None) -> None:
     pid = pid or _postmaster_pid(data)
     if pid is None or not _alive(pid):
         return
-    for victim in [pid, *_children(pid)]:
+    for victim in [pid, *children(pid)]:
         with contextlib.suppress(OSError):
             os.kill(victim, signal.SIGKILL)
     deadline = time.monotonic() + STOP_SECONDS

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pgcluster import children
 from tunnelgw.testing import TunnelgwServer
 
 pytestmark = [
@@ -21,18 +22,6 @@ def _command_line(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_serve_runs_under_python_oo_unless_turned_off(monkeypatch):
     # As tox runs it: bytecode may be cached (no PYTHONDONTWRITEBYTECODE), so `-OO` is used.
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
@@ -42,7 +31,7 @@ def test_serve_runs_under_python_oo_unless_turned_off(monkeypatch):
         assert main[-4:] == ["--host", "127.0.0.1", "--port", str(server.port)]
         workers = [
             line
-            for line in map(_command_line, _children(server.pid))
+            for line in map(_command_line, children(server.pid))
             if "--multiprocessing-fork" in line
         ]
         assert len(workers) == 2, workers

@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import sys
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
@@ -62,7 +63,7 @@ def oo_bytecode(monkeypatch, tmp_path):
     from tunnelgw import __main__ as entry
 
     monkeypatch.setattr(sys, "orig_argv", ["/venv/bin/python", "/venv/bin/tunnelgw", *SERVE])
-    monkeypatch.setattr(sys, "flags", _Flags(optimize=0))
+    monkeypatch.setattr(sys, "flags", SimpleNamespace(optimize=0))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.delenv("TUNNELGW_OPTIMIZE", raising=False)
     monkeypatch.setattr(entry, "__file__", str(tmp_path / "__main__.py"))
@@ -70,11 +71,6 @@ def oo_bytecode(monkeypatch, tmp_path):
 
 
 SERVE = ["serve", "--port", "9"]
-
-
-class _Flags:
-    def __init__(self, optimize: int) -> None:
-        self.optimize = optimize
 
 
 def test_serve_starts_again_under_python_oo_unless_told_or_unable(oo_bytecode, monkeypatch):
@@ -92,9 +88,9 @@ def test_serve_starts_again_under_python_oo_unless_told_or_unable(oo_bytecode, m
         assert not optimizes(SERVE), off
     monkeypatch.setenv("TUNNELGW_OPTIMIZE", "true")
     assert optimizes(SERVE)
-    monkeypatch.setattr(sys, "flags", _Flags(optimize=1))
+    monkeypatch.setattr(sys, "flags", SimpleNamespace(optimize=1))
     assert not optimizes(SERVE)
-    monkeypatch.setattr(sys, "flags", _Flags(optimize=0))
+    monkeypatch.setattr(sys, "flags", SimpleNamespace(optimize=0))
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     assert not optimizes(SERVE)  # nothing cached, and nothing may be
     oo_bytecode.parent.mkdir()
