@@ -92,6 +92,43 @@ def test_sqlite_timestamps_round_trip_in_sqlalchemys_format():
     assert records.stored_time("0999-01-02 03:04:05").year == 999
 
 
+def test_a_timestamp_text_is_reused_only_for_an_equal_timestamp():
+    # Each writer keeps its last timestamp and text: an equal value (the same instant in
+    # another zone) gets that text, any other value its own, a naive one taken as UTC.
+    aware = datetime(2026, 11, 21, 10, 11, 14, tzinfo=timezone_plus_2())
+    naive = datetime(2026, 11, 21, 10, 11, 14)
+    for _ in range(2):
+        assert timefmt.rfc3339(aware) == "2026-11-21T08:11:14Z"
+        assert timefmt.rfc3339(aware.astimezone(UTC)) == "2026-11-21T08:11:14Z"
+        assert timefmt.rfc3339(naive) == "2026-11-21T10:11:14Z"
+        assert timefmt.rfc3339(naive + timedelta(seconds=1)) == "2026-11-21T10:11:15Z"
+        assert records.sqlite_time_text(aware) == "2026-11-21 08:11:14.000000"
+        assert records.sqlite_time_text(naive) == "2026-11-21 10:11:14.000000"
+        assert records.sqlite_time_text(naive.replace(microsecond=7)) == (
+            "2026-11-21 10:11:14.000007"
+        )
+
+
+def test_the_clock_makes_one_datetime_per_second(monkeypatch):
+    clock = [1_795_000_000.25]
+    monkeypatch.setattr(timefmt.time, "time", lambda: clock[0])
+    first = timefmt.utcnow()
+    assert first == datetime.fromtimestamp(1_795_000_000, UTC)
+    clock[0] += 0.5
+    assert timefmt.utcnow() is first  # the same second: the same datetime
+    clock[0] += 0.5
+    assert timefmt.utcnow() == first + timedelta(seconds=1)
+    # An account's simulated clock (the admin API) is added before the seconds are cut.
+    token = timefmt.clock_offset.set(timedelta(seconds=90, microseconds=800_000))
+    try:
+        shifted = timefmt.utcnow()
+    finally:
+        timefmt.clock_offset.reset(token)
+    assert shifted.microsecond == 0
+    assert shifted.tzinfo is UTC
+    assert timedelta(seconds=89) <= shifted - datetime.now(UTC) <= timedelta(seconds=92)
+
+
 def test_a_timestamp_read_from_sqlite_stays_text_until_read():
     load = records.loader(
         records.record_class(Edge), ["id", "created_at"], ["", "time"], records.SQLITE_DECODERS

@@ -273,14 +273,17 @@ async def _fire(
         }
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
-        deliveries: list[Delivery] = []
-        for delivery_id, (subscription_id, destination_id) in zip(
-            delivery_ids, targets, strict=True
-        ):
-            # Sent (nothing leaves the machine): a fault rule may fail it.
-            error = await faults.fail_delivery(unit, failing, destination_id) if failing else None
-            outcome = DELIVERED if error is None else FAILED
-            deliveries.append([delivery_id, subscription_id, destination_id, outcome, error])
+        # Sent (nothing leaves the machine): a fault rule may fail a delivery.
+        pairs = zip(delivery_ids, targets, strict=True)
+        deliveries: list[Delivery]
+        if not failing:  # every delivery arrives (a list built in one go: ~1 us less)
+            deliveries = [[d, s, t, DELIVERED, None] for d, (s, t) in pairs]
+        else:
+            deliveries = []
+            for delivery_id, (subscription_id, destination_id) in pairs:
+                error = await faults.fail_delivery(unit, failing, destination_id)
+                outcome = DELIVERED if error is None else FAILED
+                deliveries.append([delivery_id, subscription_id, destination_id, outcome, error])
         rows.append((event_id, account_id, now, type_, event, deliveries, len(deliveries)))
         delivered += len(deliveries)
     if rows:
