@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from contextvars import ContextVar
@@ -20,13 +21,12 @@ def now() -> datetime:
     return current if offset is None else current + offset
 
 
-# The clock's current whole second and its datetime (`utcnow`), and the last timestamp
-# `rfc3339` wrote with its text. The wire shows whole seconds, so the writes of one second (a
-# create: the row's `created_at`, its event's time, both rendered) share one datetime and one
-# text; making each afresh cost ~1 us a call, most of it datetime's formatting (bench/README.md,
-# issue 31, nineteenth round). Each is one tuple, replaced whole: a reader sees a matching pair.
+# The clock's current whole second and its datetime (`utcnow`; one tuple, replaced whole). The
+# wire shows whole seconds, so the writes of one second (a create: the row's `created_at`, its
+# event's time, both rendered) share one datetime, and `rfc3339` keeps the text of the last
+# value it wrote (`lru_cache` of one): making each afresh cost ~1 us a call, most of it
+# datetime's formatting (bench/README.md, issue 31, nineteenth round).
 _second: tuple[int, datetime] = (-1, datetime.min.replace(tzinfo=UTC))
-_written: tuple[datetime, str] | None = None
 
 
 def utcnow() -> datetime:
@@ -42,25 +42,19 @@ def utcnow() -> datetime:
     return second[1]
 
 
+@functools.lru_cache(maxsize=1)
 def rfc3339(value: datetime) -> str:
     """`2026-11-21T10:11:14Z`; naive values are taken as UTC (SQLite drops the zone).
 
     Built with isoformat, not strftime: glibc's `%Y` writes `999` for the year 999, and
-    certificates can carry such dates. The text of a value equal to the last one written is
-    that one's (an aware and a naive value are never equal; equal aware ones are one instant).
+    certificates can carry such dates. A value equal to the last one gets its text (an aware
+    and a naive value are never equal; equal aware ones are one instant).
     """
-    global _written
-    last = _written
-    if last is not None and last[0] == value:
-        return last[1]
-    original = value
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     elif value.utcoffset():
         value = value.astimezone(UTC)
-    text = value.isoformat(timespec="seconds")[:19] + "Z"
-    _written = (original, text)
-    return text
+    return value.isoformat(timespec="seconds")[:19] + "Z"
 
 
 def rfc3339_or_none(value: datetime | None) -> str | None:

@@ -274,16 +274,15 @@ async def _fire(
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
         # Sent (nothing leaves the machine): a fault rule may fail a delivery.
-        pairs = zip(delivery_ids, targets, strict=True)
-        deliveries: list[Delivery]
-        if not failing:  # every delivery arrives (a list built in one go: ~1 us less)
-            deliveries = [[d, s, t, DELIVERED, None] for d, (s, t) in pairs]
-        else:
-            deliveries = []
-            for delivery_id, (subscription_id, destination_id) in pairs:
-                error = await faults.fail_delivery(unit, failing, destination_id)
-                outcome = DELIVERED if error is None else FAILED
-                deliveries.append([delivery_id, subscription_id, destination_id, outcome, error])
+        errors = (
+            [await faults.fail_delivery(unit, failing, t) for _, t in targets]
+            if failing
+            else [None] * len(targets)
+        )
+        deliveries: list[Delivery] = [
+            [d, s, t, DELIVERED if e is None else FAILED, e]
+            for d, (s, t), e in zip(delivery_ids, targets, errors, strict=True)
+        ]
         rows.append((event_id, account_id, now, type_, event, deliveries, len(deliveries)))
         delivered += len(deliveries)
     if rows:

@@ -253,27 +253,15 @@ def primary_key(record: Any) -> tuple[Any, ...]:
 # --- values on the wire to each driver --------------------------------------------------------
 
 
-# The last timestamp `sqlite_time_text` wrote, with its text (as `timefmt.rfc3339` keeps its
-# last: the rows of one second share one timestamp).
-_written: tuple[datetime, str] | None = None
-
-
+@functools.lru_cache(maxsize=1)  # the rows of one second share one timestamp (timefmt.rfc3339)
 def sqlite_time_text(value: datetime) -> str:
     """The SQLite storage text of a timestamp (the same format SQLAlchemy writes, so text
     comparison in SQL orders timestamps)."""
-    global _written
-    last = _written
-    if last is not None and last[0] == value:
-        return last[1]
-    original = value
     if value.tzinfo is not None:
         if value.utcoffset():
             value = value.astimezone(UTC)
-        text = value.isoformat(sep=" ", timespec="microseconds")[:-6]  # without "+00:00"
-    else:
-        text = value.isoformat(sep=" ", timespec="microseconds")
-    _written = (original, text)
-    return text
+        return value.isoformat(sep=" ", timespec="microseconds")[:-6]  # without "+00:00"
+    return value.isoformat(sep=" ", timespec="microseconds")
 
 
 class JsonText(str):
