@@ -12,18 +12,25 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Index, Integer, String
 from sqlmodel import Field
 
+from tunnelgw.core import ids
 from tunnelgw.models.base import AccountScoped
 
 DELIVERED, FAILED = "delivered", "failed"
 
 
-# A delivery as stored: the values of these fields in a list (the keys of ten destinations'
-# deliveries would be a third of the row; rows are written per change, bench/README.md).
+# A delivery as the admin API's reads see it: the values of these fields in a list (the keys of
+# ten destinations' deliveries would be a third of the row; rows are written per change,
+# bench/README.md).
 DELIVERY_FIELDS = ("id", "subscription_id", "destination_id", "outcome", "error")
 # - id: evd_, ids sort in the order the deliveries were made;
 # - error: a failed delivery's injected status, error code and fault rule (None: delivered).
 SUBSCRIPTION, DESTINATION = 1, 2  # the positions the admin API's filters read
 Delivery = list[Any]
+# As stored: the same without the id, which is implied. The event's id was made reserving
+# one value per delivery (`ids.new_id(..., reserve=)`), and the n-th delivery's id has the
+# n-th of them (`ids.following`). Rows written before revision 0023 hold the ids themselves
+# (items of DELIVERY_FIELDS).
+STORED_FIELDS = DELIVERY_FIELDS[1:]
 
 
 class EventRecord(AccountScoped, table=True):
@@ -41,8 +48,16 @@ class EventRecord(AccountScoped, table=True):
     event: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
     # No foreign keys in them: a delivery is the record of what was sent, kept when its
     # subscription or destination is deleted.
-    deliveries: list[Delivery] = Field(default_factory=list, sa_type=JSON)
+    deliveries: list[Delivery] = Field(default_factory=list, sa_type=JSON)  # STORED_FIELDS
     delivery_count: int = Field(sa_type=Integer)
+
+    def with_ids(self) -> list[Delivery]:
+        """The event's deliveries, each with its id first (items of DELIVERY_FIELDS)."""
+        stored = self.deliveries
+        if not stored or len(stored[0]) == len(DELIVERY_FIELDS):  # written before 0023
+            return stored
+        delivery_ids = ids.following(self.id, self.DELIVERY_PREFIX, len(stored))
+        return [[id_, *item] for id_, item in zip(delivery_ids, stored, strict=True)]
 
     def delivery_api(self, delivery: Delivery) -> dict[str, Any]:
         """One delivery of the event as the admin API shows it."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tunnelgw.core import ids
@@ -38,36 +40,32 @@ def _value(id_: str) -> int:
     return number
 
 
-def test_ids_made_at_once_are_consecutive_and_fit_between_the_others(monkeypatch):
+def test_ids_following_one_take_the_values_it_reserved(monkeypatch):
+    """An event's id and its deliveries' ids: one draw, the others right after the first,
+    before any id made later."""
     before = ids.new_id("x")
-    made = ids.new_ids("x", 10)
+    event = ids.new_id("ev", reserve=10)
     after = ids.new_id("x")
-    assert all(ids.is_valid(value, "x") for value in made)
-    assert before < made[0]
-    assert made[-1] < after
-    assert [_value(value) - _value(made[0]) for value in made] == list(range(10))
-    assert ids.new_ids("x", 0) == []
-    # Where the last 4 digits carry, every id is encoded whole.
-    top = (_value(after) // 62**4 + 1) * 62**4 - 2
-    monkeypatch.setattr(ids, "_next_value", lambda count: top)
-    carried = ids.new_ids("x", 3)
-    assert [_value(value) for value in carried] == [top, top + 1, top + 2]
-    assert carried[2].endswith("0000")
-    assert carried[1].endswith("zzzz")
-
-
-def test_an_id_and_the_ids_made_with_it_follow_each_other():
-    """An event's id and its deliveries' ids: one draw, the others right after the first."""
-    before = ids.new_id("x")
-    event, deliveries = ids.new_id_and_ids("ev", "evd", 10)
-    after = ids.new_id("x")
+    deliveries = ids.following(event, "evd", 10)
     assert ids.is_valid(event, "ev")
     assert all(ids.is_valid(value, "evd") for value in deliveries)
     values = [_value(event), *(_value(value) for value in deliveries)]
     assert values == list(range(values[0], values[0] + 11))
     assert _value(before) < values[0]
     assert values[-1] < _value(after)
-    assert ids.new_id_and_ids("ev", "evd", 0)[1] == []
+    assert ids.following(event, "evd", 0) == []
+    # Where the last 4 digits carry, every id is encoded whole.
+    top = (_value(after) // 62**4 + 1) * 62**4 - 2
+    monkeypatch.setattr(ids, "_next_value", lambda count: top)
+    carried = ids.following(ids.new_id("x", reserve=2), "x", 2)
+    assert [_value(value) for value in carried] == [top + 1, top + 2]
+    assert carried[1].endswith("0000")
+    assert carried[0].endswith("zzzz")
+
+
+def test_base62_decodes_what_it_encodes():
+    for value in (0, 61, 62, 62**27 - 1, ids._next_value()):
+        assert ids.decode_base62(ids.encode_base62(value, 27)) == value
 
 
 def test_base62_round_trip_width():
@@ -145,13 +143,17 @@ def test_seeded_ids_ignore_the_wall_clock(unseeded, monkeypatch):
     assert [ids.new_id("x") for _ in range(3)] == first
 
 
-def test_seeded_ids_made_at_once_are_those_made_one_by_one(unseeded):
-    ids.seed("x")
-    one_by_one = [ids.new_id("x") for _ in range(4)]
-    ids.seed("x")
-    assert ids.new_ids("x", 4) == one_by_one
-    ids.seed("x")
-    assert ids.new_id_and_ids("x", "x", 3) == (one_by_one[0], one_by_one[1:])
+def test_seeded_ids_with_reserved_values_are_reproducible(unseeded):
+    """In seeded mode an id that reserves values for the ids following it is the same for
+    the same seed, and the ids made after it are too."""
+    made = []
+    for _ in range(2):
+        ids.seed("x")
+        event = ids.new_id("ev", reserve=3)
+        made.append((event, ids.following(event, "evd", 3), ids.new_id("x")))
+    assert made[0] == made[1]
+    event, deliveries, after = made[0]
+    assert _value(event) < _value(deliveries[0]) < _value(deliveries[2]) < _value(after)
 
 
 def test_each_kind_of_value_has_its_own_stream(unseeded):
@@ -204,3 +206,27 @@ def test_probe_operation_ids_do_not_shift_the_others(unseeded):
         ids.new_operation_id(probe=True)  # a readiness poll, any number of times
         made.append(ids.new_operation_id())
     assert made == plain
+
+
+def test_one_millisecond_draws_random_bits_once(monkeypatch):
+    """The ids of one millisecond follow the first, which alone draws random bits; the next
+    millisecond draws anew and starts past them all."""
+    draws: list[int] = []
+    real = ids.secrets.randbits
+
+    def randbits(k: int) -> int:
+        draws.append(k)
+        return real(k)
+
+    now = [(time.time_ns() // 1_000_000 + 10) * 1_000_000]
+    monkeypatch.setattr(ids.time, "time_ns", lambda: now[0])
+    monkeypatch.setattr(ids.secrets, "randbits", randbits)
+    made = [ids.new_id("x") for _ in range(3)]
+    assert len(draws) == 1
+    assert [_value(v) - _value(made[0]) for v in made] == [0, 1, 2]
+    now[0] += 1_000_000
+    later = ids.new_id("x")
+    assert len(draws) == 2
+    assert _value(made[0]) >> 112 == now[0] // 1_000_000 - 1
+    assert _value(later) >> 112 == now[0] // 1_000_000
+    assert later > made[-1]

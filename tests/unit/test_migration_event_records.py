@@ -1,5 +1,6 @@
 """Revision 0021 (issue 31): the event deliveries of older databases become one record per
-event, with its deliveries in their order, and go back on a downgrade."""
+event, with its deliveries in their order, and go back on a downgrade. Revision 0023: the
+deliveries' ids implied by the event's, written out on a downgrade."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy import create_engine
 from tests.unit.test_migrations import _alembic, url  # noqa: F401  (a fresh database)
 from tunnelgw.core import ids
 from tunnelgw.migrations import migrate
+from tunnelgw.models import EventRecord
 
 COLUMNS = (
     "id, account_id, created_at, event_id, event_type, subscription_id, destination_id, "
@@ -89,5 +91,63 @@ def test_deliveries_become_one_record_per_event_and_come_back(url, monkeypatch):
 
     _alembic(url, "downgrade", "0020")
     assert _rows(url, f"SELECT {COLUMNS} FROM event_delivery ORDER BY id") == before
+    _alembic(url, "upgrade", "head")
+    assert migrate.upgrade(url) == migrate.head()
+
+
+def test_implied_delivery_ids_are_written_out_on_a_downgrade(url, monkeypatch):  # noqa: F811
+    """Revision 0023: rows stored before it keep the deliveries' ids they hold, rows written
+    after it imply them; both read the same, and a downgrade to 0022 writes the implied ids
+    into the rows, the ids the app showed."""
+    revision = importlib.import_module(
+        "tunnelgw.migrations.versions.0023_event_delivery_ids_implied"
+    )
+    monkeypatch.setattr(revision, "BATCH", 1)  # each row its own batch
+    _alembic(url, "upgrade", "head")
+    account = ids.new_id("acct")
+    at = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    older = ids.new_id("ev")
+    older_items = [[ids.new_id("evd"), "esb_1", "ed_1", "delivered", None]]
+    newer = ids.new_id("ev", reserve=2)
+    error = {"status_code": 500, "error_code": "ERR_X", "rule": "flt_1"}
+    newer_items = [["esb_1", "ed_1", "delivered", None], ["esb_1", "ed_2", "failed", error]]
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text("INSERT INTO account (id, name, created_at) VALUES (:a, '', :t)"),
+            {"a": account, "t": at},
+        )
+        for event_id, items in ((older, older_items), (newer, newer_items)):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO event_record (id, account_id, created_at, event_type, event, "
+                    "deliveries, delivery_count) VALUES (:id, :a, :t, 'x.v0', '{}', :d, :n)"
+                ),
+                {"id": event_id, "a": account, "t": at, "d": json.dumps(items), "n": len(items)},
+            )
+    engine.dispose()
+
+    def shown(event_id: str, items: list[Any]) -> list[Any]:
+        return EventRecord.new(
+            id=event_id,
+            account_id=account,
+            created_at=at,
+            event_type="x.v0",
+            event={},
+            deliveries=items,
+            delivery_count=len(items),
+        ).with_ids()
+
+    implied = ids.following(newer, "evd", 2)
+    assert shown(older, older_items) == older_items
+    assert shown(newer, newer_items) == [
+        [implied[0], *newer_items[0]],
+        [implied[1], *newer_items[1]],
+    ]
+
+    _alembic(url, "downgrade", "0022")
+    stored = _rows(url, "SELECT id, deliveries FROM event_record ORDER BY id")
+    loaded = [(r[0], json.loads(r[1]) if isinstance(r[1], str) else r[1]) for r in stored]
+    assert loaded == [(older, older_items), (newer, shown(newer, newer_items))]
     _alembic(url, "upgrade", "head")
     assert migrate.upgrade(url) == migrate.head()

@@ -2,13 +2,17 @@
 
 The 27 characters encode 160 bits: a 48-bit millisecond timestamp, then 112 bits that are
 random for the first id of a millisecond and incremented for the next ones in the same
-process, so ids made by one process are strictly increasing. Base62 digits are in ASCII
-order, so byte-wise comparison of ids (binary collation) is creation order.
+process, so ids made by one process are strictly increasing (and those of several processes
+do not meet: each starts a millisecond at its own random point). An id made in the same
+millisecond as another thus tells the ones after it: ids name resources, and no access
+rests on one being unguessed. Base62 digits are in ASCII order, so byte-wise comparison of
+ids (binary collation) is creation order.
 
 Seeded mode (`seed`, `TUNNELGW_ID_SEED`, `tunnelgw serve --deterministic-ids`): for snapshot
 tests, the same seed and the same sequence of calls in one process give the same ids, operation
 ids, tokens and other random values that land in API responses (`random_source`). An id's
-timestamp is then a simulated millisecond counter (from `SEEDED_EPOCH_MS`, +1 per id) and
+timestamp is then a simulated millisecond counter (from `SEEDED_EPOCH_MS`, +1 per id; ids
+reserved by another, `new_id(reserve=)`, are in its millisecond) and
 each kind of value comes from a PRNG of its own derived from the seed, so extra calls of one
 kind (health checks make operation ids) do not shift the others. Key material (private keys,
 the KEK, AES-GCM nonces) never comes from here: it stays truly random. Seeded values are
@@ -17,6 +21,7 @@ predictable from the seed: never seed a server that holds anything real.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -98,6 +103,7 @@ def random_source(stream: str) -> random.Random:
 # Two base62 digits per step: half the divisions of digit-by-digit encoding.
 _PAIRS = [high + low for high in ALPHABET for low in ALPHABET]
 _PAIR_BASE = 62 * 62
+_DIGIT_VALUES = {char: value for value, char in enumerate(ALPHABET)}
 
 
 def encode_base62(value: int, length: int) -> str:
@@ -116,28 +122,37 @@ def encode_base62(value: int, length: int) -> str:
 
 def _next_value(count: int = 1) -> int:
     """The first of `count` consecutive values, each greater than every one made before (in
-    seeded mode, `count` is 1)."""
+    seeded mode too: one simulated millisecond and one random draw for all of them)."""
     global _last
     with _lock:
         state = _seeded
         if state is None:
             now_ms = time.time_ns() // 1_000_000
-            bits = secrets.randbits(_RANDOM_BITS - 1)
+            if now_ms <= _last >> _RANDOM_BITS:  # the same millisecond (or a clock step back)
+                first = _last + 1
+            else:
+                first = (now_ms << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS - 1)
         else:
-            state.ms += 1  # a simulated millisecond per id: every candidate beats the last
-            now_ms = state.ms
-            bits = state.stream("ids").getrandbits(_RANDOM_BITS - 1)
-        candidate = (now_ms << _RANDOM_BITS) | bits
-        # Same millisecond (or a clock step back): keep increasing from the last value.
-        first = candidate if candidate > _last else _last + 1
+            state.ms += 1  # a simulated millisecond per draw: always a new one
+            first = (state.ms << _RANDOM_BITS) | state.stream("ids").getrandbits(_RANDOM_BITS - 1)
+            first = max(first, _last + 1)
         _last = first + count - 1
         return first
 
 
-def new_id(prefix: str) -> str:
+def new_id(prefix: str, *, reserve: int = 0) -> str:
     """A fresh id with `prefix`, greater than every id this process made before (since it
-    was last seeded)."""
-    return f"{prefix}_{encode_base62(_next_value(), BODY_LENGTH)}"
+    was last seeded). `reserve`: the values of the next `reserve` ids are kept for ids
+    derived from this one (`following`: an event's deliveries), and no later id takes them."""
+    return f"{prefix}_{_body(_next_value(reserve + 1))}"
+
+
+def decode_base62(digits: str) -> int:
+    """The value of base62 `digits` (most significant first)."""
+    value = 0
+    for char in digits:
+        value = value * 62 + _DIGIT_VALUES[char]
+    return value
 
 
 # The last 4 digits of an id, which consecutive ones differ in (unless they carry).
@@ -145,25 +160,26 @@ _TAIL = 4
 _TAIL_BASE = _PAIR_BASE * _PAIR_BASE
 
 
-def new_ids(prefix: str, count: int) -> list[str]:
-    """`count` fresh ids with `prefix`, increasing: the ids of `count` calls of `new_id`
-    (consecutive values, as `new_id` makes within a millisecond), encoded at a fraction of
-    their cost."""
-    if _seeded is not None:
-        return [new_id(prefix) for _ in range(count)]  # a random draw and millisecond each
+def following(id_: str, prefix: str, count: int) -> list[str]:
+    """The ids with `prefix` of the `count` values right after `id_`'s, increasing: those a
+    `new_id(..., reserve=count)` that made `id_` kept for them."""
     start = prefix + "_"
-    return [start + body for body in _bodies(_next_value(count), count)]
+    first = decode_base62(id_.partition("_")[2]) + 1
+    return [start + body for body in _bodies(first, count)]
 
 
-def new_id_and_ids(prefix: str, then: str, count: int) -> tuple[str, list[str]]:
-    """A fresh id with `prefix` and `count` with prefix `then` right after it: what
-    `new_id(prefix)` then `new_ids(then, count)` make (an event and its deliveries), from one
-    draw of the sequence."""
-    if _seeded is not None:
-        return new_id(prefix), new_ids(then, count)
-    first, *rest = _bodies(_next_value(count + 1), count + 1)
-    start = then + "_"
-    return f"{prefix}_{first}", [start + body for body in rest]
+@functools.lru_cache(maxsize=1)
+def _head(high: int) -> str:
+    """All but the last 4 digits of the values `high * 62**4` to `(high + 1) * 62**4 - 1`,
+    encoded once for the values that share them: the ids made in one millisecond mostly do
+    (bench/README.md, issue 31)."""
+    return encode_base62(high, BODY_LENGTH - _TAIL)
+
+
+def _body(value: int) -> str:
+    """The base62 body of the id of `value`."""
+    high, low = divmod(value, _TAIL_BASE)
+    return _head(high) + _PAIRS[low // _PAIR_BASE] + _PAIRS[low % _PAIR_BASE]
 
 
 def _bodies(first: int, count: int) -> list[str]:
@@ -171,8 +187,8 @@ def _bodies(first: int, count: int) -> list[str]:
     last 4 digits) encoded once."""
     high, low = divmod(first, _TAIL_BASE)
     if low + count > _TAIL_BASE:  # the tail carries into the head: seldom
-        return [encode_base62(first + k, BODY_LENGTH) for k in range(count)]
-    head = encode_base62(high, BODY_LENGTH - _TAIL)
+        return [_body(first + k) for k in range(count)]
+    head = _head(high)
     pairs, base = _PAIRS, _PAIR_BASE
     return [head + pairs[value // base] + pairs[value % base] for value in range(low, low + count)]
 

@@ -262,9 +262,8 @@ async def _fire(
         if not targets:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
-        event_id, delivery_ids = ids.new_id_and_ids(
-            EVENT_PREFIX, EventRecord.DELIVERY_PREFIX, len(targets)
-        )
+        # The deliveries' ids are implied: the values reserved after the event's.
+        event_id = ids.new_id(EVENT_PREFIX, reserve=len(targets))
         event = {
             "event_id": event_id,
             "event_type": type_,
@@ -279,9 +278,9 @@ async def _fire(
             if failing
             else [None] * len(targets)
         )
-        deliveries: list[Delivery] = [
-            [d, s, t, DELIVERED if e is None else FAILED, e]
-            for d, (s, t), e in zip(delivery_ids, targets, errors, strict=True)
+        deliveries: list[Delivery] = [  # EventRecord's STORED_FIELDS
+            [s, t, DELIVERED if e is None else FAILED, e]
+            for (s, t), e in zip(targets, errors, strict=True)
         ]
         rows.append((event_id, account_id, now, type_, event, deliveries, len(deliveries)))
         delivered += len(deliveries)
@@ -360,7 +359,7 @@ async def _kept(
         chunk = statement if after is None else statement.where(col(EventRecord.id) > after)
         rows = (await unit.exec(chunk.order_by(col(EventRecord.id)).limit(_CHUNK))).all()
         for row in rows:
-            deliveries = row.deliveries[excess:] if row.id == start else row.deliveries
+            deliveries = row.with_ids()[excess:] if row.id == start else row.with_ids()
             yield row, [item for item in deliveries if filters.takes(item)]
         if len(rows) < _CHUNK:
             return
