@@ -75,7 +75,7 @@ def test_existing_subscriptions_give_each_account_its_routes(url):  # noqa: F811
         "api_key_created.v0": [["esb_1", "ed_1"], ["esb_1", "ed_2"], ["esb_2", "ed_1"]],
         "api_key_deleted.v0": [["esb_1", "ed_1"], ["esb_1", "ed_2"]],
     }
-    assert event_routes.parse(stored["acct_a"])["api_key_deleted.v0"] == (
+    assert event_routes.parse(stored["acct_a"])["api_key_deleted.v0"].pairs == (
         ("esb_1", "ed_1"),
         ("esb_1", "ed_2"),
     )

@@ -20,11 +20,30 @@ from sqlalchemy import bindparam, select
 from sqlmodel import col
 
 from tunnelgw.models import Account, EventSource, EventSubscriptionDestination
+from tunnelgw.models.event_record import DELIVERED
+from tunnelgw.storage.records import JsonText
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
-# Each event type's (subscription, destination) pairs.
-Routes = Mapping[str, tuple[tuple[str, str], ...]]
+
+class Route:
+    """Where one event type goes: its (subscription, destination) `pairs`, and `delivered`,
+    the deliveries of an event to them when none fails, as stored (EventRecord's
+    STORED_FIELDS), encoded once per process per routes text (`parse`): an event's
+    deliveries then cost nothing to build or encode unless a fault rule may fail one."""
+
+    __slots__ = ("delivered", "pairs")
+
+    def __init__(self, pairs: tuple[tuple[str, str], ...]) -> None:
+        self.pairs = pairs
+        stored = [
+            [subscription, destination, DELIVERED, None] for subscription, destination in pairs
+        ]
+        self.delivered = JsonText(orjson.dumps(stored).decode())
+
+
+# Each event type's route.
+Routes = Mapping[str, Route]
 
 # Each (event type, subscription, destination) of an account (the index on event sources'
 # account and type serves it), in the order the routes keep them.
@@ -50,7 +69,9 @@ def parse(text: str | None) -> Routes:
     if text is None:
         return {}
     found: dict[str, list[list[str]]] = orjson.loads(text)
-    return {type_: tuple((pair[0], pair[1]) for pair in pairs) for type_, pairs in found.items()}
+    return {
+        type_: Route(tuple((pair[0], pair[1]) for pair in pairs)) for type_, pairs in found.items()
+    }
 
 
 async def store(unit: Unit, account_id: str) -> Routes:

@@ -258,12 +258,13 @@ async def _fire(
     delivered = 0
     for change in found:
         type_ = f"{change.kind}_{change.action}.v0"
-        targets = routes.get(type_)
-        if not targets:
+        route = routes.get(type_)
+        if route is None:
             continue
         shape = change.shape if change.shape is not None else await render(unit, change.row)
+        count = len(route.pairs)
         # The deliveries' ids are implied: the values reserved after the event's.
-        event_id = ids.new_id(EVENT_PREFIX, reserve=len(targets))
+        event_id = ids.new_id(EVENT_PREFIX, reserve=count)
         event = {
             "event_id": event_id,
             "event_type": type_,
@@ -272,18 +273,15 @@ async def _fire(
         }
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
-        # Sent (nothing leaves the machine): a fault rule may fail a delivery.
-        errors = (
-            [await faults.fail_delivery(unit, failing, t) for _, t in targets]
-            if failing
-            else [None] * len(targets)
-        )
-        deliveries: list[Delivery] = [  # EventRecord's STORED_FIELDS
-            [s, t, DELIVERED if e is None else FAILED, e]
-            for (s, t), e in zip(targets, errors, strict=True)
-        ]
-        rows.append((event_id, account_id, now, type_, event, deliveries, len(deliveries)))
-        delivered += len(deliveries)
+        deliveries: Any = route.delivered
+        if failing:  # sent (nothing leaves the machine): a fault rule may fail a delivery
+            errors = [await faults.fail_delivery(unit, failing, t) for _, t in route.pairs]
+            deliveries = [  # EventRecord's STORED_FIELDS
+                [s, t, DELIVERED if e is None else FAILED, e]
+                for (s, t), e in zip(route.pairs, errors, strict=True)
+            ]
+        rows.append((event_id, account_id, now, type_, event, deliveries, count))
+        delivered += count
     if rows:
         await unit.insert_many(EventRecord, COLUMNS, rows)
         keep = settings.current().event_deliveries_max
