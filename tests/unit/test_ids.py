@@ -230,3 +230,12 @@ def test_one_millisecond_draws_random_bits_once(monkeypatch):
     assert _value(made[0]) >> 112 == now[0] // 1_000_000 - 1
     assert _value(later) >> 112 == now[0] // 1_000_000
     assert later > made[-1]
+
+
+def test_an_ids_digits_are_right_whether_its_head_was_encoded_before_or_not():
+    """The head of an id's digits is kept for the next id that shares it: ids sharing it,
+    ids not sharing it, and one sharing it again after another, each encoded whole."""
+    base = ids._next_value()
+    high_step = 62**4
+    for value in (base, base + 1, base + high_step, base + 2, base + 2, 0, 62**27 - 1):
+        assert ids._body(value) == ids.encode_base62(value, ids.BODY_LENGTH)
