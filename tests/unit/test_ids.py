@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -239,3 +240,22 @@ def test_an_ids_digits_are_right_whether_its_head_was_encoded_before_or_not():
     high_step = 62**4
     for value in (base, base + 1, base + high_step, base + 2, base + 2, 0, 62**27 - 1):
         assert ids._body(value) == ids.encode_base62(value, ids.BODY_LENGTH)
+
+
+def test_a_forked_child_draws_its_own_ids(monkeypatch):
+    """A child forked in the millisecond of its parent's last id does not make the id the
+    parent makes next: it draws its own start."""
+    now = (time.time_ns() // 1_000_000 + 10) * 1_000_000
+    monkeypatch.setattr(ids.time, "time_ns", lambda: now)
+    ids.new_id("x")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id, then out at once
+        os.write(write, ids.new_id("x").encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode()
+    os.close(read)
+    assert ids.is_valid(child, "x")
+    assert child != ids.new_id("x")

@@ -3,10 +3,10 @@
 The 27 characters encode 160 bits: a 48-bit millisecond timestamp, then 112 bits that are
 random for the first id of a millisecond and incremented for the next ones in the same
 process, so ids made by one process are strictly increasing (and those of several processes
-do not meet: each starts a millisecond at its own random point). An id made in the same
-millisecond as another thus tells the ones after it: ids name resources, and no access
-rests on one being unguessed. Base62 digits are in ASCII order, so byte-wise comparison of
-ids (binary collation) is creation order.
+do not meet: each starts a millisecond at its own random point, a forked child too). An id
+made in the same millisecond as another thus tells the ones after it: ids name resources,
+and no access rests on one being unguessed. Base62 digits are in ASCII order, so byte-wise
+comparison of ids (binary collation) is creation order.
 
 Seeded mode (`seed`, `TUNNELGW_ID_SEED`, `tunnelgw serve --deterministic-ids`): for snapshot
 tests, the same seed and the same sequence of calls in one process give the same ids, operation
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import random
 import re
 import secrets
@@ -37,6 +38,17 @@ _BODY = re.compile(r"[0-9A-Za-z]{27}")
 
 _lock = threading.Lock()
 _last = 0
+
+
+def _forget_last() -> None:
+    """In a forked child: its ids start from a draw of their own (the parent's next ids in
+    the millisecond of the fork follow its last one: so would the child's)."""
+    global _last, _lock
+    _lock = threading.Lock()
+    _last = 0
+
+
+os.register_at_fork(after_in_child=_forget_last)
 _BYTE_TO_BASE62 = bytes(ord(ALPHABET[byte % 62]) for byte in range(256))
 # Operation ids need uniqueness, not secrecy: a seeded PRNG, not a system call per request.
 _operation_random = random.Random(secrets.randbits(128))  # noqa: S311
