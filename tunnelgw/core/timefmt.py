@@ -33,8 +33,8 @@ def utcnow() -> datetime:
     """`now()` truncated to whole seconds (what the wire shows)."""
     global _second
     offset = clock_offset.get()
-    if offset is not None:
-        return (datetime.now(UTC) + offset).replace(microsecond=0)
+    if offset is not None:  # an account's simulated clock
+        return now().replace(microsecond=0)
     whole = int(time.time())  # the clock datetime.now reads
     second = _second
     if second[0] != whole:

@@ -21,7 +21,7 @@ from sqlmodel import col
 
 from tunnelgw.models import Account, EventSource, EventSubscriptionDestination
 from tunnelgw.models.event_record import DELIVERED
-from tunnelgw.storage.records import JsonText
+from tunnelgw.storage.records import JsonText, json_text
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
@@ -39,7 +39,7 @@ class Route:
         stored = [
             [subscription, destination, DELIVERED, None] for subscription, destination in pairs
         ]
-        self.delivered = JsonText(orjson.dumps(stored).decode())
+        self.delivered = JsonText(json_text(stored))
 
 
 # Each event type's route.
