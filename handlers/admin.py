@@ -13,7 +13,6 @@ from tunnelgw.core import settings, timefmt
 from tunnelgw.core.errors import ApiError, Code
 from tunnelgw.http import state
 from tunnelgw.models import Account
-from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import (
     accounts,
     agents,
@@ -24,6 +23,7 @@ from tunnelgw.services import (
 )
 from tunnelgw.services.auth import Caller
 from tunnelgw.services.crud import Body
+from tunnelgw.services.faults import DELIVER
 
 # The fixture loader (and with it `cryptography`) loads at the first fixture request.
 

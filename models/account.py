@@ -11,6 +11,9 @@ from sqlmodel import Field
 from tunnelgw.core import timefmt
 from tunnelgw.models.base import TIMESTAMP, Row, id_field
 
+# Account.api_restriction: none, only unenforced ones (refusals recorded), an enforced one.
+API_NONE, API_RECORDED, API_ENFORCED = 0, 1, 2
+
 
 class Account(Row, table=True):
     PREFIX: ClassVar[str] = "acct"
@@ -23,9 +26,9 @@ class Account(Row, table=True):
     clock_offset_seconds: int = Field(
         default=0, sa_type=BigInteger, sa_column_kwargs={"server_default": "0"}
     )
-    # What `api` IP restrictions the account has (tunnelgw.models.ip_restriction: none, only
-    # unenforced, an enforced one), kept by the restriction operations: the credential check reads
-    # it, and only a request of an account with some reads the restrictions.
+    # What `api` IP restrictions the account has (tunnelgw.models.ip_restriction; API_NONE,
+    # API_RECORDED, API_ENFORCED), kept by the restriction operations: the credential check
+    # reads it, and only a request of an account with some reads the restrictions.
     api_restriction: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     # Whether the account may have fault rules (admin API): set when one is made, cleared with
     # them and by reset. The credential check reads it, and only a request of an account with

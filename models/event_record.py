@@ -14,23 +14,7 @@ from sqlmodel import Field
 
 from tunnelgw.core import ids
 from tunnelgw.models.base import AccountScoped
-
-DELIVERED, FAILED = "delivered", "failed"
-
-
-# A delivery as the admin API's reads see it: the values of these fields in a list (the keys of
-# ten destinations' deliveries would be a third of the row; rows are written per change,
-# bench/README.md).
-DELIVERY_FIELDS = ("id", "subscription_id", "destination_id", "outcome", "error")
-# - id: evd_, ids sort in the order the deliveries were made;
-# - error: a failed delivery's injected status, error code and fault rule (None: delivered).
-SUBSCRIPTION, DESTINATION = 1, 2  # the positions the admin API's filters read
-Delivery = list[Any]
-# As stored: the same without the id, which is implied. The event's id was made reserving
-# one value per delivery (`ids.new_id(..., reserve=)`), and the n-th delivery's id has the
-# n-th of them (`ids.following`). Rows written before revision 0023 hold the ids themselves
-# (items of DELIVERY_FIELDS).
-STORED_FIELDS = DELIVERY_FIELDS[1:]
+from tunnelgw.models.event_delivery import DELIVERY_FIELDS, Delivery
 
 
 class EventRecord(AccountScoped, table=True):

@@ -11,9 +11,6 @@ from sqlmodel import Field
 
 from tunnelgw.models.base import ID_TYPE, AccountScoped
 
-# The pseudo-operation of a rule that fails event deliveries instead of requests.
-DELIVER = "event_destinations.deliver"
-
 
 class FaultRule(AccountScoped, table=True):
     __tablename__ = "fault_rule"
@@ -22,8 +19,8 @@ class FaultRule(AccountScoped, table=True):
     QUOTA: ClassVar[bool] = False
     __table_args__ = (Index("ix_fault_rule_account_operation", "account_id", "operation"),)
 
-    operation: str = Field(sa_type=String(128))  # an operationId of the spec, or DELIVER
-    # A DELIVER rule's event destination (None: every destination of the account).
+    operation: str = Field(sa_type=String(128))  # an operationId of the spec, or faults.DELIVER
+    # A faults.DELIVER rule's event destination (None: every destination of the account).
     destination_id: str | None = Field(default=None, sa_type=ID_TYPE)
     status: int | None = None  # the error to answer, or None (latency only)
     latency_ms: int = 0

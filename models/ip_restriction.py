@@ -16,8 +16,6 @@ from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
 TYPES = ("dashboard", "api", "agent", "endpoints")
-# Account.api_restriction: none, only unenforced ones (refusals recorded), an enforced one.
-API_NONE, API_RECORDED, API_ENFORCED = 0, 1, 2
 
 
 class IpRestriction(DescribedResource, table=True):

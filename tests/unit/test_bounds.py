@@ -19,12 +19,10 @@ from tunnelgw.storage.db import Database
 
 JOURNAL = ("account_id", "at", "request_id", "method", "path", "query", "operation", "status")
 JOURNAL += ("principal_id", "duration_ms", "body_bytes")
-BOUND = Bound(JournalEntry, col(JournalEntry.account_id), col(JournalEntry.seq))
+BOUND = Bound(lambda: JournalEntry, "account_id", "seq")
 EVENTS = ("id", "account_id", "created_at", "event_type", "event", "deliveries")
 EVENTS += ("delivery_count",)
-WEIGHTED = WeightedBound(
-    EventRecord, col(EventRecord.account_id), col(EventRecord.id), col(EventRecord.delivery_count)
-)
+WEIGHTED = WeightedBound(lambda: EventRecord, "account_id", "id", "delivery_count")
 KEEP = 20
 
 

@@ -26,16 +26,21 @@ def _in_the_file(path: Path) -> list[str]:
         return sorted(row[0] for row in conn.execute("SELECT id FROM account"))
 
 
-async def _until(done, seconds: float = 10.0) -> None:
-    """Poll `done` until it is true. A read of the file alone (`_in_the_file`) while the
-    thread writes it may find a page half copied and fail; it is read again."""
+async def _file_once_it_holds(path: Path, account_id: str, seconds: float = 10.0) -> list[str]:
+    """The accounts in the file (`_in_the_file`), read again until they include `account_id`
+    (the last read, if they never do). A read of the file alone while the thread writes it may
+    find a page half copied and fail or miss rows: it is read again, and what the test checks
+    is the read that found the account, not a later one."""
+    found: list[str] = []
     for _ in range(int(seconds / 0.02)):
         try:
-            if done():
-                return
+            found = _in_the_file(path)
         except sqlite3.DatabaseError:
-            pass
+            found = []
+        if account_id in found:
+            break
         await asyncio.sleep(0.02)
+    return found
 
 
 @pytest.fixture
@@ -68,8 +73,8 @@ def test_committed_pages_reach_the_file_through_the_thread(path):
         assert checkpoints.running
         async with database.write() as unit:
             [(backstop,)] = (await unit.exec(text("PRAGMA wal_autocheckpoint"))).all()
-        await _until(lambda: "acct_ck1" in _in_the_file(path))
-        return backstop, _in_the_file(path), checkpoints.checkpoints >= 1
+        found = await _file_once_it_holds(path, "acct_ck1")
+        return backstop, found, checkpoints.checkpoints >= 1
 
     assert _run(path, scenario) == (BACKSTOP_PAGES, ["acct_ck1"], True)
 

@@ -524,3 +524,28 @@ def test_the_first_unit_cancelled_while_it_waits_still_commits_for_the_others(tm
     assert isinstance(results[0], asyncio.CancelledError)
     assert results[1] is None
     assert names == ["acct_first", "acct_joined"]
+
+
+def test_a_query_made_by_a_function_builds_its_statement_at_its_first_run(url):  # noqa: F811
+    from sqlalchemy import bindparam
+    from sqlmodel import col
+
+    from tunnelgw.storage.statements import Query
+
+    migrate.upgrade(url)
+    built: list[str] = []
+
+    def statement() -> Any:
+        built.append("built")
+        return select(col(Account.name)).where(col(Account.id) == bindparam("id"))
+
+    names = Query(statement)
+    made = list(built)
+
+    async def scenario(database: Database) -> list[object]:
+        async with database.write() as unit:
+            unit.add(Account.new(id="acct_f", name="f"))
+        async with database.read() as unit:
+            return [(await unit.exec(names, {"id": "acct_f"})).one() for _ in range(3)]
+
+    assert (made, _run(url, scenario), built) == ([], ["f", "f", "f"], ["built"])

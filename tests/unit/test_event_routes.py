@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from tunnelgw.models.event_record import DELIVERED, STORED_FIELDS
+from tunnelgw.models.event_delivery import DELIVERED, STORED_FIELDS
 from tunnelgw.services import event_routes
 from tunnelgw.storage.records import JsonText, json_text
 

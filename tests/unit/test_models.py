@@ -58,3 +58,30 @@ def test_a_table_is_imported_when_first_named_and_then_seen_by_what_scans_them()
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "None", "True", "True", "True", "True", "True"]
+
+
+SERVER = """
+import sys
+import tunnelgw.cli
+import tunnelgw.http.app
+print(*sorted(m.rpartition(".")[2] for m in sys.modules if m.startswith("tunnelgw.models.")))
+"""
+# The tables of what a request may use but few accounts do: the events and their routes, fault
+# rules, the request journal, IP restrictions (and the tables an event's object shows).
+FEATURES = {"event_record", "event_source", "event_subscription", "event_destination"}
+FEATURES |= {"fault_rule", "request_journal", "ip_restriction", "ip_policy_rule"}
+FEATURES |= {"edge", "edge_route", "tunnel", "tunnel_group_backend", "tunnel_group_member"}
+
+
+def test_a_server_imports_no_table_of_a_feature_until_it_is_used():
+    """In a fresh interpreter: the server's modules (the CLI, the app and every service of
+    the request pipeline) import the tables of the credential check and the first start, and
+    none of the features that every request asks about (events fire, faults apply, the
+    journal records, restrictions admit): those are imported at their first use."""
+    done = subprocess.run(
+        [sys.executable, "-c", SERVER], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert {"account", "api_key", "principal"} <= loaded
+    assert loaded & FEATURES == set()

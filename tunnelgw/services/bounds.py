@@ -14,9 +14,11 @@ a transaction whose trim was rolled back, are deleted at a later trim).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select
+from sqlmodel import col
 
 from tunnelgw.storage.db import Database
 from tunnelgw.storage.statements import Query
@@ -29,26 +31,38 @@ def slack(keep: int) -> int:
 
 
 class Bound:
-    """The bound of one table: its rows are the account's (`account`, a column) and ordered
-    by `order` (a column: oldest lowest)."""
+    """The bound of one table, `table()` (called on first use: the table is imported when
+    first named, tunnelgw.models): its rows are the account's (`account`, a column's name)
+    and ordered by `order` (a column's name: oldest lowest)."""
 
-    def __init__(self, model: type[Any], account: Any, order: Any) -> None:
+    def __init__(self, table: Callable[[], type[Any]], account: str, order: str) -> None:
+        self._table = table
         # The `order` of an account's `keep`-th newest row (offset keep - 1).
         self._nth_newest = Query(
-            select(order)
-            .where(account == bindparam("account"))
-            .order_by(order.desc())
-            .limit(1)
-            .offset(bindparam("offset"))
+            lambda: (
+                select(self.column(order))
+                .where(self.column(account) == bindparam("account"))
+                .order_by(self.column(order).desc())
+                .limit(1)
+                .offset(bindparam("offset"))
+            )
         )
         # The account's rows older than the first a read shows (`floor`).
         self._trim = Query(
-            delete(model).where(account == bindparam("account")).where(order < bindparam("first"))
+            lambda: (
+                delete(table())
+                .where(self.column(account) == bindparam("account"))
+                .where(self.column(order) < bindparam("first"))
+            )
         )
         # Per database, per account: rows this process wrote since it last trimmed.
         self._unswept: weakref.WeakKeyDictionary[Database, dict[str, int]] = (
             weakref.WeakKeyDictionary()
         )
+
+    def column(self, name: str) -> Any:
+        """The table's column `name`, for statements."""
+        return col(getattr(self._table(), name))
 
     async def wrote(
         self, unit: Unit, database: Database, account_id: str, count: int, keep: int
@@ -80,16 +94,20 @@ class WeightedBound(Bound):
     its newest `keep` items. The row that holds the `keep`-th newest item is kept whole, and
     reads skip its items past the bound (`floor`'s excess)."""
 
-    def __init__(self, model: type[Any], account: Any, order: Any, weight: Any) -> None:
-        super().__init__(model, account, order)
+    def __init__(
+        self, table: Callable[[], type[Any]], account: str, order: str, weight: str
+    ) -> None:
+        super().__init__(table, account, order)
         # The account's newest rows, newest first, with their weights: at most `keep` of them
         # hold its newest `keep` items (a row holds one at least). Summed here, not by a window
         # function in SQL, which totals all the account's rows first (~8 times the cost).
         self._newest = Query(
-            select(order, weight)
-            .where(account == bindparam("account"))
-            .order_by(order.desc())
-            .limit(bindparam("keep"))
+            lambda: (
+                select(self.column(order), self.column(weight))
+                .where(self.column(account) == bindparam("account"))
+                .order_by(self.column(order).desc())
+                .limit(bindparam("keep"))
+            )
         )
 
     async def floor(self, unit: Unit, account_id: str, keep: int) -> Any:

@@ -19,8 +19,8 @@ import orjson
 from sqlalchemy import bindparam, select
 from sqlmodel import col
 
-from tunnelgw.models import Account, EventSource, EventSubscriptionDestination
-from tunnelgw.models.event_record import DELIVERED
+from tunnelgw import models
+from tunnelgw.models.event_delivery import DELIVERED
 from tunnelgw.storage.records import JsonText, json_text
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
@@ -48,19 +48,27 @@ Routes = Mapping[str, Route]
 # Each (event type, subscription, destination) of an account (the index on event sources'
 # account and type serves it), in the order the routes keep them.
 _ROUTES = Query(
-    select(  # type: ignore[call-overload]
-        EventSource.type,
-        EventSource.subscription_id,
-        EventSubscriptionDestination.destination_id,
+    lambda: (
+        select(  # type: ignore[call-overload]
+            models.EventSource.type,
+            models.EventSource.subscription_id,
+            models.EventSubscriptionDestination.destination_id,
+        )
+        .join(
+            models.EventSubscriptionDestination,
+            col(models.EventSubscriptionDestination.subscription_id)
+            == col(models.EventSource.subscription_id),
+        )
+        .where(col(models.EventSource.account_id) == bindparam("account"))
+        .order_by(
+            col(models.EventSource.subscription_id),
+            col(models.EventSubscriptionDestination.destination_id),
+        )
     )
-    .join(
-        EventSubscriptionDestination,
-        col(EventSubscriptionDestination.subscription_id) == col(EventSource.subscription_id),
-    )
-    .where(col(EventSource.account_id) == bindparam("account"))
-    .order_by(col(EventSource.subscription_id), col(EventSubscriptionDestination.destination_id))
 )
-_STORED = Query(select(col(Account.event_routes)).where(col(Account.id) == bindparam("account")))
+_STORED = Query(
+    select(col(models.Account.event_routes)).where(col(models.Account.id) == bindparam("account"))
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -80,7 +88,7 @@ async def store(unit: Unit, account_id: str) -> Routes:
     that change an account's routes at the same time store them one after the other, each
     reading what the one before committed. (`FOR UPDATE` would also wait for every unit that
     inserted a row of the account, as these units have: two of them deadlocked.)"""
-    account = await unit.get(Account, account_id, lock="no key")
+    account = await unit.get(models.Account, account_id, lock="no key")
     if account is None:  # deleted in this unit: nothing to keep
         return {}
     routes: dict[str, list[list[str]]] = {}

@@ -9,30 +9,15 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import func, select
 from sqlmodel import col
 
+from tunnelgw import models
 from tunnelgw.core import ids, settings, timefmt
-from tunnelgw.models import (
-    Edge,
-    EventRecord,
-    EventSource,
-    EventSubscription,
-    EventSubscriptionDestination,
-    FaultRule,
-    IpRestriction,
-    IpRestrictionPolicy,
-    Tunnel,
-    TunnelGroupBackend,
-)
-from tunnelgw.models.event_record import DELIVERED, DESTINATION, FAILED, SUBSCRIPTION, Delivery
-from tunnelgw.models.event_source import of_subscription
-from tunnelgw.models.event_subscription import destinations_of
-from tunnelgw.models.ip_restriction import policies_of
-from tunnelgw.models.tunnel_group_member import backends_of, tunnels_of
-from tunnelgw.services import edges, event_routes, faults
+from tunnelgw.models.event_delivery import DELIVERED, DESTINATION, FAILED, SUBSCRIPTION, Delivery
+from tunnelgw.services import event_routes, faults
 from tunnelgw.services.auth import UNREAD, Caller
 from tunnelgw.services.bounds import WeightedBound
 from tunnelgw.storage import db
@@ -40,55 +25,74 @@ from tunnelgw.storage import unit as units
 from tunnelgw.storage.records import Record
 from tunnelgw.storage.unit import Changes, Unit
 
+if TYPE_CHECKING:
+    from tunnelgw.models import EventRecord, FaultRule
+
 EVENT_PREFIX = "ev"
 CREATED, UPDATED, DELETED = "created", "updated", "deleted"
 
 # Rows whose changes are their parent's update (a subscription's sources and destinations,
-# a restriction's policies): the parent model and the column naming it.
-_PARENTS: dict[type, tuple[type, str]] = {
-    EventSource: (EventSubscription, "subscription_id"),
-    EventSubscriptionDestination: (EventSubscription, "subscription_id"),
-    IpRestrictionPolicy: (IpRestriction, "restriction_id"),
+# a restriction's policies), by table: the parent's class and the column naming it. Tables are
+# named here, not imported (as in `_RENDERERS`, `_ROUTING`, `DELIVERIES`): every server
+# imports this module, and one whose accounts have no subscription never imports these
+# tables (tunnelgw.models imports a table when first named; bench/README.md, issue 31).
+_PARENTS: dict[str, tuple[str, str]] = {
+    "event_source": ("EventSubscription", "subscription_id"),
+    "event_subscription_destination": ("EventSubscription", "subscription_id"),
+    "ip_restriction_policy": ("IpRestriction", "restriction_id"),
 }
+
+# The renderers import what they read of other tables when they run.
 
 
 async def _subscription(unit: Unit, row: Any) -> dict[str, Any]:
+    from tunnelgw.models.event_source import of_subscription
+    from tunnelgw.models.event_subscription import destinations_of
+
     destinations = (await destinations_of(unit, [row.id]))[row.id]
     return row.to_api(await of_subscription(unit, row.id), destinations)  # type: ignore[no-any-return]
 
 
 async def _restriction(unit: Unit, row: Any) -> dict[str, Any]:
+    from tunnelgw.models.ip_restriction import policies_of
+
     return row.to_api((await policies_of(unit, [row.id]))[row.id])  # type: ignore[no-any-return]
 
 
 async def _tunnel(unit: Unit, row: Any) -> dict[str, Any]:
+    from tunnelgw.models.tunnel_group_member import backends_of
+
     return row.to_api(await backends_of(unit, row.id))  # type: ignore[no-any-return]
 
 
 async def _backend(unit: Unit, row: Any) -> dict[str, Any]:
+    from tunnelgw.models.tunnel_group_member import tunnels_of
+
     return row.to_api(await tunnels_of(unit, row.id))  # type: ignore[no-any-return]
 
 
 async def _edge(unit: Unit, row: Any) -> dict[str, Any]:
     if row.kind != "https":
         return row.to_api()  # type: ignore[no-any-return]
+    from tunnelgw.services import edges
+
     return row.to_api((await edges.routes_of(unit, [row.id]))[row.id])  # type: ignore[no-any-return]
 
 
-# The API shape of the models whose shape shows related rows (the others': `to_api()`).
-_RENDERERS: dict[type, Callable[[Unit, Any], Awaitable[dict[str, Any]]]] = {
-    EventSubscription: _subscription,
-    IpRestriction: _restriction,
-    Tunnel: _tunnel,
-    TunnelGroupBackend: _backend,
-    Edge: _edge,
+# The API shape of the tables whose shape shows related rows (the others': `to_api()`).
+_RENDERERS: dict[str, Callable[[Unit, Any], Awaitable[dict[str, Any]]]] = {
+    "event_subscription": _subscription,
+    "ip_restriction": _restriction,
+    "tunnel": _tunnel,
+    "tunnel_group_backend": _backend,
+    "edge": _edge,
 }
 
 
 def kind_of(row: Any) -> str | None:
     """The catalog kind of `row` (edges: by their kind), or None."""
     model = row.__model__
-    if model is Edge:
+    if model.__tablename__ == "edge":
         return f"{row.kind}_edge"
     kind: str | None = getattr(model, "EVENT_KIND", None)
     return kind
@@ -97,12 +101,13 @@ def kind_of(row: Any) -> str | None:
 @functools.cache
 def _watched(model: type) -> bool:
     """Whether changes of `model`'s rows fire events (per model: tables load at first use)."""
-    return getattr(model, "EVENT_KIND", None) is not None or model is Edge or model in _PARENTS
+    table = getattr(model, "__tablename__", None)
+    return getattr(model, "EVENT_KIND", None) is not None or table == "edge" or table in _PARENTS
 
 
 async def render(unit: Unit, row: Any) -> dict[str, Any]:
     """`row` as the API returns it (without a one-time secret such as a new key's token)."""
-    renderer = _RENDERERS.get(row.__model__)
+    renderer = _RENDERERS.get(row.__model__.__tablename__)
     return await renderer(unit, row) if renderer is not None else row.to_api()
 
 
@@ -117,12 +122,7 @@ COLUMNS = (
     "delivery_count",
 )
 # An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
-DELIVERIES = WeightedBound(
-    EventRecord,
-    col(EventRecord.account_id),
-    col(EventRecord.id),
-    col(EventRecord.delivery_count),
-)
+DELIVERIES = WeightedBound(lambda: models.EventRecord, "account_id", "id", "delivery_count")
 
 
 class _Change:
@@ -171,17 +171,17 @@ class EventObserver:
         return await event_routes.stored(unit, account_id)
 
     async def deleting(self, unit: Unit, row: Record) -> Any:
-        if row.__model__ in _PARENTS or kind_of(row) is None or self._quiet(row):
+        if row.__model__.__tablename__ in _PARENTS or kind_of(row) is None or self._quiet(row):
             return None
         return await render(unit, row)
 
     async def changed(self, unit: Unit, changes: Changes) -> None:
         rows = [*changes.created, *changes.updated, *(row for row, _ in changes.deleted)]
-        if all(self._quiet(row) and row.__model__ not in _ROUTING for row in rows):
+        if all(self._quiet(row) and row.__model__.__tablename__ not in _ROUTING for row in rows):
             return
         stored: dict[str, event_routes.Routes] = {}
         for account_id in sorted(
-            {cast(Any, row).account_id for row in rows if row.__model__ in _ROUTING}
+            {cast(Any, row).account_id for row in rows if row.__model__.__tablename__ in _ROUTING}
         ):
             stored[account_id] = await event_routes.store(unit, account_id)
         by_account: dict[str, list[_Change]] = {}
@@ -198,7 +198,7 @@ class EventObserver:
 
 # The rows events are routed by: a unit that writes them stores the account's routes afresh
 # (`event_routes.store`) and fires by them (the account's first subscription fires too).
-_ROUTING = frozenset((EventSubscription, EventSource, EventSubscriptionDestination))
+_ROUTING = frozenset(("event_subscription", "event_source", "event_subscription_destination"))
 
 
 async def _net(unit: Unit, changes: Changes) -> list[_Change]:
@@ -206,17 +206,18 @@ async def _net(unit: Unit, changes: Changes) -> list[_Change]:
     the parent itself was created, updated or deleted here)."""
     found: list[_Change] = []
     seen: set[tuple[type, str]] = set()
-    parents: list[tuple[type, str]] = []
+    parents: list[tuple[str, str]] = []
     for action, rows in ((CREATED, changes.created), (UPDATED, changes.updated)):
         for row in rows:
             _note(found, seen, parents, action, row, None)
     for row, shape in changes.deleted:
         _note(found, seen, parents, DELETED, row, shape)
-    for model, id_ in parents:
+    for name, id_ in parents:
+        model = getattr(models, name)
         if (model, id_) in seen:
             continue
         seen.add((model, id_))
-        parent: Any = await unit.get(cast(type[Any], model), id_)
+        parent: Any = await unit.get(model, id_)
         if parent is not None:
             found.append(_Change(kind_of(parent) or "", UPDATED, parent, None))
     return found
@@ -225,12 +226,12 @@ async def _net(unit: Unit, changes: Changes) -> list[_Change]:
 def _note(
     found: list[_Change],
     seen: set[tuple[type, str]],
-    parents: list[tuple[type, str]],
+    parents: list[tuple[str, str]],
     action: str,
     row: Any,
     shape: dict[str, Any] | None,
 ) -> None:
-    related = _PARENTS.get(row.__model__)
+    related = _PARENTS.get(row.__model__.__tablename__)
     if related is not None:
         parents.append((related[0], getattr(row, related[1])))
         return
@@ -283,7 +284,7 @@ async def _fire(
         rows.append((event_id, account_id, now, type_, event, deliveries, count))
         delivered += count
     if rows:
-        await unit.insert_many(EventRecord, COLUMNS, rows)
+        await unit.insert_many(models.EventRecord, COLUMNS, rows)
         keep = settings.current().event_deliveries_max
         await DELIVERIES.wrote(unit, db.current(), account_id, delivered, keep)
 
@@ -311,13 +312,13 @@ class Filters:
     def where(self, statement: Any, account_id: str, start: Any) -> Any:
         """`statement` over the account's events from id `start` on (None: all) that match
         the event's filters (type, since)."""
-        statement = statement.where(col(EventRecord.account_id) == account_id)
+        statement = statement.where(col(models.EventRecord.account_id) == account_id)
         if start is not None:
-            statement = statement.where(col(EventRecord.id) >= start)
+            statement = statement.where(col(models.EventRecord.id) >= start)
         if self.type is not None:
-            statement = statement.where(col(EventRecord.event_type) == self.type)
+            statement = statement.where(col(models.EventRecord.event_type) == self.type)
         if self.since is not None:
-            statement = statement.where(col(EventRecord.created_at) >= self.since)
+            statement = statement.where(col(models.EventRecord.created_at) >= self.since)
         return statement
 
     @property
@@ -351,11 +352,11 @@ async def _kept(
     """The account's events that match `filters`, oldest first, each with its deliveries that
     match among the newest `event_deliveries_max`."""
     start, excess = await _start(unit, account_id)
-    statement = filters.where(select(EventRecord), account_id, start)
+    statement = filters.where(select(models.EventRecord), account_id, start)
     after: str | None = None
     while True:
-        chunk = statement if after is None else statement.where(col(EventRecord.id) > after)
-        rows = (await unit.exec(chunk.order_by(col(EventRecord.id)).limit(_CHUNK))).all()
+        chunk = statement if after is None else statement.where(col(models.EventRecord.id) > after)
+        rows = (await unit.exec(chunk.order_by(col(models.EventRecord.id)).limit(_CHUNK))).all()
         for row in rows:
             deliveries = row.with_ids()[excess:] if row.id == start else row.with_ids()
             yield row, [item for item in deliveries if filters.takes(item)]
@@ -381,11 +382,11 @@ async def count(account_id: str, filters: Filters) -> int:
     async with db.read() as unit:
         if not filters.per_delivery:  # the events' counts, less the oldest's past the bound
             start, excess = await _start(unit, account_id)
-            counted = select(func.coalesce(func.sum(col(EventRecord.delivery_count)), 0))
+            counted = select(func.coalesce(func.sum(col(models.EventRecord.delivery_count)), 0))
             total = int((await unit.exec(filters.where(counted, account_id, start))).one())
             if excess:  # unless the filters leave that event out
-                oldest = filters.where(select(col(EventRecord.id)), account_id, start)
-                if (await unit.exec(oldest.where(col(EventRecord.id) == start))).first():
+                oldest = filters.where(select(col(models.EventRecord.id)), account_id, start)
+                if (await unit.exec(oldest.where(col(models.EventRecord.id) == start))).first():
                     total -= excess
             return total
         return sum([len(deliveries) async for _, deliveries in _kept(unit, account_id, filters)])

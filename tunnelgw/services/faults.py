@@ -21,10 +21,9 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlmodel import col
 
+from tunnelgw import models
 from tunnelgw.core import ids
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import Account, EventDestination, FaultRule
-from tunnelgw.models.fault_rule import DELIVER
 from tunnelgw.services import crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
@@ -32,25 +31,35 @@ from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
 MAX_RULES = 100
+# The pseudo-operation of a rule that fails event deliveries instead of requests.
+DELIVER = "event_destinations.deliver"
 STATUS_CODES = {429: Code.RATE_LIMITED, 500: Code.INTERNAL, 503: Code.SERVICE_UNAVAILABLE}
 
+# The tables are named when the statements are first run: every server imports this module,
+# and one that injects no fault never imports `fault_rule` (tunnelgw.models).
 _RULES = Query(
-    select(FaultRule)
-    .where(col(FaultRule.account_id) == bindparam("account"))
-    .where(col(FaultRule.operation) == bindparam("operation"))
-    .order_by(col(FaultRule.id))
+    lambda: (
+        select(models.FaultRule)
+        .where(col(models.FaultRule.account_id) == bindparam("account"))
+        .where(col(models.FaultRule.operation) == bindparam("operation"))
+        .order_by(col(models.FaultRule.id))
+    )
 )
 # Take one of a counted rule's hits; a rule whose last hit is taken goes.
 _TAKE = Query(
-    update(FaultRule)
-    .where(col(FaultRule.id) == bindparam("rule"))
-    .where(col(FaultRule.remaining) > 0)
-    .values(remaining=col(FaultRule.remaining) - 1)
+    lambda: (
+        update(models.FaultRule)
+        .where(col(models.FaultRule.id) == bindparam("rule"))
+        .where(col(models.FaultRule.remaining) > 0)
+        .values(remaining=col(models.FaultRule.remaining) - 1)
+    )
 )
 _SPENT = Query(
-    delete(FaultRule)
-    .where(col(FaultRule.id) == bindparam("rule"))
-    .where(col(FaultRule.remaining) <= 0)
+    lambda: (
+        delete(models.FaultRule)
+        .where(col(models.FaultRule.id) == bindparam("rule"))
+        .where(col(models.FaultRule.remaining) <= 0)
+    )
 )
 
 
@@ -88,13 +97,13 @@ async def _take_in(unit: Unit, rule_id: str) -> bool:
     return taken
 
 
-async def delivery_rules(unit: Unit, account_id: str) -> list[FaultRule]:
+async def delivery_rules(unit: Unit, account_id: str) -> list[models.FaultRule]:
     """The account's rules that fail event deliveries, in creation order."""
     return list((await unit.exec(_RULES, {"account": account_id, "operation": DELIVER})).all())
 
 
 async def fail_delivery(
-    unit: Unit, rules: list[FaultRule], destination_id: str
+    unit: Unit, rules: list[models.FaultRule], destination_id: str
 ) -> dict[str, Any] | None:
     """The error of the first of `rules` that hits a delivery to `destination_id` (its hit
     taken in `unit`, the transaction of the change that fired the event), or None."""
@@ -116,22 +125,24 @@ async def fail_delivery(
 # --- the rules of an account (`/_admin/faults`) --------------------------------------------
 
 
-async def add_rule(caller: Caller, body: dict[str, Any], destination_id: str | None) -> FaultRule:
+async def add_rule(
+    caller: Caller, body: dict[str, Any], destination_id: str | None
+) -> models.FaultRule:
     """A rule of the body for the caller's account (at most MAX_RULES; a destination named
     must be the caller's: 404 ERR_REFERENCE_NOT_FOUND); the account marked as having rules,
     so the credential check tells its requests to read them."""
     async with db.write() as unit:
         if destination_id is not None:
             await crud.get_reference(
-                unit, EventDestination, caller, destination_id, "destination_id"
+                unit, models.EventDestination, caller, destination_id, "destination_id"
             )
         # The same count and lock as the quotas of the API's resources, with a fixed limit.
-        await quotas.admit(unit, FaultRule, caller.account_id, limit=MAX_RULES)
-        account = await unit.get(Account, caller.account_id, lock="no key")
+        await quotas.admit(unit, models.FaultRule, caller.account_id, limit=MAX_RULES)
+        account = await unit.get(models.Account, caller.account_id, lock="no key")
         assert account is not None  # the caller's key names it
         account.fault_rules = True
-        rule = FaultRule.new(
-            id=ids.new_id(FaultRule.PREFIX),
+        rule = models.FaultRule.new(
+            id=ids.new_id(models.FaultRule.PREFIX),
             account_id=caller.account_id,
             operation=body["operation"],
             destination_id=destination_id,
@@ -144,13 +155,13 @@ async def add_rule(caller: Caller, body: dict[str, Any], destination_id: str | N
     return rule
 
 
-async def rules(account_id: str) -> list[FaultRule]:
+async def rules(account_id: str) -> list[models.FaultRule]:
     """The account's rules, oldest first."""
     async with db.read() as unit:
         found = await unit.exec(
-            select(FaultRule)
-            .where(col(FaultRule.account_id) == account_id)
-            .order_by(col(FaultRule.id))
+            select(models.FaultRule)
+            .where(col(models.FaultRule.account_id) == account_id)
+            .order_by(col(models.FaultRule.id))
         )
         return list(found.all())
 
@@ -158,7 +169,11 @@ async def rules(account_id: str) -> list[FaultRule]:
 async def clear(account_id: str) -> None:
     """The account's rules removed, and its mark of having some."""
     async with db.write() as unit:
-        await unit.exec(delete(FaultRule).where(col(FaultRule.account_id) == account_id))
         await unit.exec(
-            update(Account).where(col(Account.id) == account_id).values(fault_rules=False)
+            delete(models.FaultRule).where(col(models.FaultRule.account_id) == account_id)
+        )
+        await unit.exec(
+            update(models.Account)
+            .where(col(models.Account.id) == account_id)
+            .values(fault_rules=False)
         )

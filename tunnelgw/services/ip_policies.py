@@ -12,7 +12,8 @@ from sqlalchemy import bindparam, select
 from sqlmodel import col
 
 from tunnelgw.models import Account, IpPolicy, IpPolicyRule, IpRestriction, IpRestrictionPolicy
-from tunnelgw.models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED, policies_of
+from tunnelgw.models.account import API_ENFORCED, API_NONE, API_RECORDED
+from tunnelgw.models.ip_restriction import policies_of
 from tunnelgw.services import crud, quotas
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db

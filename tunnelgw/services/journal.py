@@ -24,7 +24,7 @@ import orjson
 from sqlalchemy import and_, delete, func, select
 from sqlmodel import col
 
-from tunnelgw.models import JournalEntry
+from tunnelgw import models
 from tunnelgw.services.bounds import Bound
 from tunnelgw.storage import db
 from tunnelgw.storage.db import Database
@@ -183,7 +183,7 @@ class Journal:
 
     async def _write(self, batch: list[tuple[Any, ...]]) -> None:
         async with self.database.write() as unit:
-            await unit.insert_many(JournalEntry, COLUMNS, batch)
+            await unit.insert_many(models.JournalEntry, COLUMNS, batch)
             written = collections.Counter(values[0] for values in batch)
             for account_id, count in written.items():
                 await BOUND.wrote(unit, self.database, account_id, count, self.keep)
@@ -201,7 +201,7 @@ def journal(database: Database, keep: int) -> Journal:
 
 
 # An account's newest `keep` entries, in arrival order.
-BOUND = Bound(JournalEntry, col(JournalEntry.account_id), col(JournalEntry.seq))
+BOUND = Bound(lambda: models.JournalEntry, "account_id", "seq")
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -220,7 +220,7 @@ class Match:
 
     def condition(self, account_id: str, start: int | None) -> Any:
         """The SQL condition: the account's entries from seq `start` on that match."""
-        entry = JournalEntry
+        entry = models.JournalEntry
         terms = [col(entry.account_id) == account_id]
         if start is not None:
             terms.append(col(entry.seq) >= start)
@@ -244,16 +244,18 @@ class Match:
         return and_(*terms)
 
 
-async def entries(account_id: str, match: Match, limit: int, keep: int) -> list[JournalEntry]:
+async def entries(
+    account_id: str, match: Match, limit: int, keep: int
+) -> list[models.JournalEntry]:
     """The newest `limit` entries that match, oldest first, of the newest `keep`."""
     if keep <= 0:
         return []  # the journal records nothing
     async with db.read() as unit:
         start = await BOUND.floor(unit, account_id, keep)
         found = await unit.exec(
-            select(JournalEntry)
+            select(models.JournalEntry)
             .where(match.condition(account_id, start))
-            .order_by(col(JournalEntry.seq).desc())
+            .order_by(col(models.JournalEntry.seq).desc())
             .limit(limit)
         )
         return list(reversed(found.all()))
@@ -266,7 +268,9 @@ async def count(account_id: str, match: Match, keep: int) -> int:
     async with db.read() as unit:
         start = await BOUND.floor(unit, account_id, keep)
         found = await unit.exec(
-            select(func.count()).select_from(JournalEntry).where(match.condition(account_id, start))
+            select(func.count())
+            .select_from(models.JournalEntry)
+            .where(match.condition(account_id, start))
         )
         return int(found.one())
 
@@ -275,6 +279,6 @@ async def clear(account_id: str) -> int:
     """The account's entries removed; how many."""
     async with db.write() as unit:
         result = await unit.exec(
-            delete(JournalEntry).where(col(JournalEntry.account_id) == account_id)
+            delete(models.JournalEntry).where(col(models.JournalEntry.account_id) == account_id)
         )
     return result.rowcount

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlmodel import col
 
+from tunnelgw import models
 from tunnelgw.core.errors import ApiError, Code
-from tunnelgw.models import IpPolicyRule, IpRestriction, IpRestrictionPolicy
-from tunnelgw.models.ip_restriction import API_NONE
+from tunnelgw.models.account import API_NONE
 from tunnelgw.rules import cidrs
 from tunnelgw.services.auth import Caller
 from tunnelgw.storage import db
@@ -20,21 +20,29 @@ from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
 # Each restriction of the account and type with the rules of its policies (a restriction
-# whose policies have no rule comes once, with no cidr: it admits no address).
+# whose policies have no rule comes once, with no cidr: it admits no address). The tables are
+# named when it first runs: every server imports this module, and one whose accounts have no
+# restriction never imports them (tunnelgw.models).
 _RULES = Query(
-    select(
-        col(IpRestriction.id),
-        col(IpRestriction.enforced),
-        col(IpPolicyRule.cidr),
-        col(IpPolicyRule.action),
+    lambda: (
+        select(
+            col(models.IpRestriction.id),
+            col(models.IpRestriction.enforced),
+            col(models.IpPolicyRule.cidr),
+            col(models.IpPolicyRule.action),
+        )
+        .select_from(models.IpRestriction)
+        .join(
+            models.IpRestrictionPolicy,
+            col(models.IpRestrictionPolicy.restriction_id) == col(models.IpRestriction.id),
+        )
+        .outerjoin(
+            models.IpPolicyRule,
+            col(models.IpPolicyRule.ip_policy_id) == col(models.IpRestrictionPolicy.ip_policy_id),
+        )
+        .where(col(models.IpRestriction.account_id) == bindparam("account_id"))
+        .where(col(models.IpRestriction.type) == bindparam("type"))
     )
-    .select_from(IpRestriction)
-    .join(IpRestrictionPolicy, col(IpRestrictionPolicy.restriction_id) == col(IpRestriction.id))
-    .outerjoin(
-        IpPolicyRule, col(IpPolicyRule.ip_policy_id) == col(IpRestrictionPolicy.ip_policy_id)
-    )
-    .where(col(IpRestriction.account_id) == bindparam("account_id"))
-    .where(col(IpRestriction.type) == bindparam("type"))
 )
 
 

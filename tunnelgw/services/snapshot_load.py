@@ -14,7 +14,7 @@ from sqlalchemy import LargeBinary, Table, UniqueConstraint, func, select
 
 from tunnelgw.crypto import keys
 from tunnelgw.models import Account, IpRestriction
-from tunnelgw.models.ip_restriction import API_ENFORCED, API_NONE, API_RECORDED
+from tunnelgw.models.account import API_ENFORCED, API_NONE, API_RECORDED
 from tunnelgw.services import event_routes, quotas
 from tunnelgw.services.snapshots import (
     KEPT,

@@ -10,7 +10,7 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.sql import ClauseElement
@@ -139,13 +139,25 @@ class Query:
     """A SQLAlchemy statement compiled once per dialect, on first use. Make queries at module
     level, with `bindparam("name")` for the values that vary, and run them with
     `await unit.exec(QUERY, {"name": value})` (building and compiling a statement per request
-    costs milliseconds)."""
+    costs milliseconds).
 
-    __slots__ = ("_plans", "statement")
+    `statement` may be a function that builds it, called on first use: a module that every
+    server imports names a table there (`models.FaultRule`), so that importing the module
+    does not import the table's (tunnelgw.models imports it when first named: a server that
+    never uses the table never builds it; bench/README.md, issue 31)."""
 
-    def __init__(self, statement: ClauseElement) -> None:
-        self.statement = statement
+    __slots__ = ("_build", "_plans", "_statement")
+
+    def __init__(self, statement: ClauseElement | Callable[[], ClauseElement]) -> None:
+        self._build = statement
+        self._statement = statement if isinstance(statement, ClauseElement) else None
         self._plans: dict[str, _Plan] = {}
+
+    @property
+    def statement(self) -> ClauseElement:
+        if self._statement is None:
+            self._statement = cast(Callable[[], ClauseElement], self._build)()
+        return self._statement
 
     def plan(self, dialect: str) -> _Plan:
         plan = self._plans.get(dialect)
