@@ -22,7 +22,7 @@ from tunnelgw.core.timefmt import rfc3339
 from tunnelgw.crypto import keys
 from tunnelgw.http.logconfig import log_config
 from tunnelgw.migrations import migrate
-from tunnelgw.services import accounts, certstore, quotas
+from tunnelgw.services import accounts, quotas
 from tunnelgw.storage import db, records
 from tunnelgw.storage.db import Database
 
@@ -179,9 +179,8 @@ def _parser() -> argparse.ArgumentParser:
     issuing.add_argument(
         "name",
         nargs="?",
-        default=certstore.OPERATOR_BINDINGS_CA,
-        help=f"{certstore.OPERATOR_BINDINGS_CA} (Kubernetes operator bindings, the default) "
-        "or certificate management's (TUNNELGW_CERTIFICATE_AUTHORITY)",
+        help="the CA of Kubernetes operator bindings (the default) or certificate "
+        "management's (TUNNELGW_CERTIFICATE_AUTHORITY)",
     )
     issuing.set_defaults(run=_issuing_ca)
     return parser
@@ -477,15 +476,19 @@ def _keys_create(args: argparse.Namespace) -> int:
 def _issuing_ca(args: argparse.Namespace) -> int:
     """Print the certificate of the issuing CA `args.name`, to verify what it signed (e.g.
     `openssl verify -CAfile`); the CA is made, as on first use, if it does not exist yet."""
+    # Imported here (with two tables): a server never runs this command.
+    from tunnelgw.services import certstore
+
     settings = _settings()
     names = (certstore.OPERATOR_BINDINGS_CA, settings.certificate_authority)
-    if args.name not in names:
-        raise SystemExit(f"tunnelgw: no issuing CA {args.name!r}; one of: {', '.join(names)}")
+    name = args.name if args.name is not None else certstore.OPERATOR_BINDINGS_CA
+    if name not in names:
+        raise SystemExit(f"tunnelgw: no issuing CA {name!r}; one of: {', '.join(names)}")
     _prepare_kek(settings)
 
     async def work(database: Database) -> str:
         async with database.write() as unit:
-            return (await certstore.issuing_authority(unit, args.name)).certificate_pem
+            return (await certstore.issuing_authority(unit, name)).certificate_pem
 
     token = keys.activate(keys.Kek(settings))  # the CA's key is wrapped under the KEK
     try:
