@@ -176,12 +176,8 @@ def _parser() -> argparse.ArgumentParser:
     issuing = sub.add_parser(
         "issuing-ca", help="print an issuing CA's certificate (PEM); made on first use"
     )
-    issuing.add_argument(
-        "name",
-        nargs="?",
-        help="the CA of Kubernetes operator bindings (the default) or certificate "
-        "management's (TUNNELGW_CERTIFICATE_AUTHORITY)",
-    )
+    name_help = "the CA of Kubernetes operator bindings (the default) or certificate management's"
+    issuing.add_argument("name", nargs="?", help=f"{name_help} (TUNNELGW_CERTIFICATE_AUTHORITY)")
     issuing.set_defaults(run=_issuing_ca)
     return parser
 
@@ -475,13 +471,13 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 def _issuing_ca(args: argparse.Namespace) -> int:
     """Print the certificate of the issuing CA `args.name`, to verify what it signed (e.g.
-    `openssl verify -CAfile`); the CA is made, as on first use, if it does not exist yet."""
-    # Imported here (with two tables): a server never runs this command.
+    `openssl verify -CAfile`); the CA is made, as on first use, if it does not exist yet.
+    The store and its tables are imported here: a server never runs this command."""
     from tunnelgw.services import certstore
 
     settings = _settings()
     names = (certstore.OPERATOR_BINDINGS_CA, settings.certificate_authority)
-    name = args.name if args.name is not None else certstore.OPERATOR_BINDINGS_CA
+    name = args.name or names[0]
     if name not in names:
         raise SystemExit(f"tunnelgw: no issuing CA {name!r}; one of: {', '.join(names)}")
     _prepare_kek(settings)
