@@ -42,8 +42,6 @@ _PARENTS: dict[str, tuple[str, str]] = {
     "ip_restriction_policy": ("IpRestriction", "restriction_id"),
 }
 
-# The renderers import what they read of other tables when they run.
-
 
 async def _subscription(unit: Unit, row: Any) -> dict[str, Any]:
     from tunnelgw.models.event_source import of_subscription
@@ -79,7 +77,8 @@ async def _edge(unit: Unit, row: Any) -> dict[str, Any]:
     return row.to_api((await edges.routes_of(unit, [row.id]))[row.id])  # type: ignore[no-any-return]
 
 
-# The API shape of the tables whose shape shows related rows (the others': `to_api()`).
+# The API shape of the tables whose shape shows related rows (the others': `to_api()`); each
+# renderer imports what it reads of other tables when it runs.
 _RENDERERS: dict[str, Callable[[Unit, Any], Awaitable[dict[str, Any]]]] = {
     "event_subscription": _subscription,
     "ip_restriction": _restriction,
