@@ -46,7 +46,8 @@ class Route:
 Routes = Mapping[str, Route]
 
 # Each (event type, subscription, destination) of an account (the index on event sources'
-# account and type serves it), in the order the routes keep them.
+# account and type serves it), in the order the routes keep them. Built at its first run,
+# with the two tables: a server without subscriptions never imports them.
 _ROUTES = Query(
     lambda: (
         select(  # type: ignore[call-overload]
