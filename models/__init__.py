@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from tunnelgw.models.event_destination import EventDestination as EventDestination
     from tunnelgw.models.event_record import EventRecord as EventRecord
+    from tunnelgw.models.event_route import EventRoute as EventRoute
     from tunnelgw.models.event_source import EventSource as EventSource
     from tunnelgw.models.event_subscription import EventSubscription as EventSubscription
     from tunnelgw.models.event_subscription import (
@@ -90,6 +91,7 @@ _MODULES: dict[str, str] = {
     "EndpointConfiguration": "endpoint_configuration",
     "EventDestination": "event_destination",
     "EventRecord": "event_record",
+    "EventRoute": "event_route",
     "EventSource": "event_source",
     "EventSubscription": "event_subscription",
     "EventSubscriptionDestination": "event_subscription",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
-from sqlalchemy import DateTime, String, Text
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text
 from sqlmodel import Field, SQLModel
 
 from tunnelgw.core import timefmt, urls
@@ -14,6 +14,9 @@ from tunnelgw.storage import records
 # Ids sort byte-wise (base62 in ASCII order); PostgreSQL must not apply a locale collation.
 ID_TYPE = String(64).with_variant(String(64, collation="C"), "postgresql")
 TIMESTAMP = DateTime(timezone=True)
+# An integer primary key the database numbers: SQLite's rowid (INTEGER PRIMARY KEY), a
+# PostgreSQL identity.
+SEQ_TYPE = BigInteger().with_variant(Integer(), "sqlite")
 # The column `info` key that marks a secret column (a token hash, a wrapped key, a sealed
 # value): snapshots leave its values out unless asked to seal them (tunnelgw.services.snapshots).
 SECRET = "secret"  # noqa: S105 - a key name, not a secret

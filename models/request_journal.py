@@ -6,20 +6,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, String, Text
+from sqlalchemy import JSON, Index, String, Text
 from sqlmodel import Field
 
-from tunnelgw.models.base import TIMESTAMP, Row, id_field
-
-# An integer primary key the database numbers: SQLite's rowid (INTEGER PRIMARY KEY), a
-# PostgreSQL identity. Arrival order across the workers of a database.
-SEQ_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+from tunnelgw.models.base import SEQ_TYPE, TIMESTAMP, Row, id_field
 
 
 class JournalEntry(Row, table=True):
     __tablename__ = "request_journal"
     __table_args__ = (Index("ix_request_journal_account_id_seq", "account_id", "seq"),)
 
+    # Arrival order across the workers of a database.
     seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ_TYPE)
     account_id: str = id_field(foreign_key="account.id", ondelete="CASCADE")
     at: datetime = Field(sa_type=TIMESTAMP)  # the account's clock when the request arrived

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.api.test_events import destination, events, subscribe
-from tunnelgw.models import Account
+from tunnelgw.models import Account, EventRoute
+from tunnelgw.models.event_route import RETIRED_FOR, digest_of
 from tunnelgw.storage import db
 
 KEYS = "/api_keys"
@@ -195,3 +197,71 @@ def test_routes_changed_while_other_changes_lock_the_account(admin, factory):
     fired = events(admin, type="ip_restriction_created.v0")
     assert {item["event"]["object"]["id"] for item in fired} == restrictions
     assert len(fired) == 3 * len(subscriptions)  # each to every subscription, once
+
+
+def route_rows(factory: Any, account_id: str) -> dict[str, Any]:
+    """The account's route rows (`event_route`), by digest."""
+
+    async def read() -> dict[str, Any]:
+        async with db.read() as unit:
+            rows = await unit.select(EventRoute, f'"account_id" = {unit.mark}', [account_id])
+            return {row.digest: row for row in rows}
+
+    return factory._run(read)  # type: ignore[no-any-return]
+
+
+def test_each_route_is_kept_once_and_a_retired_one_goes_once_no_event_names_it(admin, factory):
+    """An event all of whose deliveries were made names its route, whose row holds them once;
+    a route the subscriptions no longer give is retired, still read by the events that name
+    it, and deleted at a later change of the routes once no event names it and it has been
+    retired for `RETIRED_FOR`."""
+    account = admin.creds.account_id
+    first, second = destination(admin), destination(admin)
+    sub = subscribe(admin, ["api_key_created.v0"], [first])
+    unused = subscribe(admin, ["api_key_deleted.v0"], [second])  # its events never fire
+    one, other = digest_of([(sub, first)]), digest_of([(unused, second)])
+    rows = route_rows(factory, account)
+    assert set(rows) == {one, other}
+    assert rows[one].deliveries == [[sub, first, "delivered", None]]
+    assert rows[one].retired_at is None
+
+    admin.post(KEYS, json={})
+    patched = admin.patch(f"{SUBSCRIPTIONS}/{sub}", json={"destination_ids": [second]})
+    assert patched.status_code == 200, patched.text
+    assert admin.delete(f"{SUBSCRIPTIONS}/{unused}").status_code == 204
+    admin.post(KEYS, json={})
+    rows = route_rows(factory, account)
+    now = datetime.now(UTC)
+    assert set(rows) == {one, other, digest_of([(sub, second)])}
+    assert rows[one].retired_at is not None
+    assert rows[other].retired_at is not None
+    assert now - timedelta(minutes=5) < rows[one].retired_at <= now
+    # The first event reads its deliveries from its route, retired since.
+    fired = events(admin, type="api_key_created.v0")
+    assert [(i["subscription_id"], i["destination_id"]) for i in fired] == [
+        (sub, first),
+        (sub, second),
+    ]
+
+    # Retired for long enough: the route no event names goes at the next change, the other
+    # stays while the first event names it.
+    async def retire_earlier() -> None:
+        async with db.write() as unit:
+            for row in await unit.select(EventRoute, f'"account_id" = {unit.mark}', [account]):
+                if row.retired_at is not None:
+                    row.retired_at -= RETIRED_FOR
+
+    factory._run(retire_earlier)
+    subscribe(admin, ["api_key_updated.v0"], [first])
+    rows = route_rows(factory, account)
+    assert one in rows
+    assert other not in rows
+    assert [i["destination_id"] for i in events(admin, type="api_key_created.v0")] == [
+        first,
+        second,
+    ]
+
+    # A route given again is no longer retired.
+    patched = admin.patch(f"{SUBSCRIPTIONS}/{sub}", json={"destination_ids": [first]})
+    assert patched.status_code == 200, patched.text
+    assert route_rows(factory, account)[one].retired_at is None

@@ -17,7 +17,7 @@ from sqlmodel import col
 
 from tests.factories import assert_error
 from tunnelgw.core import ids, timefmt
-from tunnelgw.models import EventRecord
+from tunnelgw.models import EventRecord, EventRoute
 from tunnelgw.storage.db import Database
 from tunnelgw.testing import TunnelgwServer
 
@@ -609,20 +609,26 @@ def test_kill_9_after_a_2xx_keeps_the_event(tmp_path):
             time.sleep(0.05)
         account = server.account_id
 
-    async def stored() -> list[Any]:
+    async def stored() -> tuple[list[Any], list[Any]]:
         database = Database(url)
         try:
             async with database.read() as unit:
-                return await unit.select(EventRecord, '"account_id" = ' + unit.mark, [account])
+                where = '"account_id" = ' + unit.mark
+                events = await unit.select(EventRecord, where, [account])
+                return events, await unit.select(EventRoute, where, [account])
         finally:
             await database.dispose()
 
-    [row] = asyncio.run(stored())
+    [row], [route] = asyncio.run(stored())
     assert row.event["object"]["id"] == made.json()["id"]
-    assert [row.delivery_api(item)["destination_id"] for item in row.with_ids()] == [dest]
+    # Delivered: the event names its route, whose row holds the deliveries once for all.
+    assert row.deliveries is None
+    assert row.route == route.digest
+    items = row.with_ids(route.deliveries)
+    assert [row.delivery_api(item)["destination_id"] for item in items] == [dest]
     # Stored without its id, which is the value the event's id reserved after its own.
-    assert row.deliveries == [[row.with_ids()[0][1], dest, "delivered", None]]
-    assert [item[0] for item in row.with_ids()] == ids.following(row.id, "evd", 1)
+    assert route.deliveries == [[items[0][1], dest, "delivered", None]]
+    assert [item[0] for item in items] == ids.following(row.id, "evd", 1)
 
 
 def test_a_source_removed_is_its_subscriptions_update(admin):

@@ -136,7 +136,7 @@ def test_implied_delivery_ids_are_written_out_on_a_downgrade(url, monkeypatch): 
             event={},
             deliveries=items,
             delivery_count=len(items),
-        ).with_ids()
+        ).with_ids(items)
 
     implied = ids.following(newer, "evd", 2)
     assert shown(older, older_items) == older_items

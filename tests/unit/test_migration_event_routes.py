@@ -86,3 +86,58 @@ def test_existing_subscriptions_give_each_account_its_routes(url):  # noqa: F811
     columns = [column["name"] for column in sa.inspect(engine).get_columns("account")]
     engine.dispose()
     assert "event_routes" not in columns
+
+
+def test_0024_gives_stored_routes_their_rows_and_a_downgrade_writes_deliveries_back(url):  # noqa: F811
+    """Revision 0024: each account's stored routes get their rows, by the digest the app
+    computes; an event recorded before keeps its deliveries; on a downgrade, an event that
+    names its route holds the route's deliveries again, and the table is keyed by id."""
+    _alembic(url, "upgrade", "0023")
+    routes = '{"api_key_created.v0": [["esb_1", "ed_1"], ["esb_2", "ed_1"]]}'
+    before = [["esb_1", "ed_1", "delivered", None]]
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as conn:
+        _insert(conn, "account", id="acct_a", name="", created_at=NOW, event_routes=routes)
+        _insert(conn, "account", id="acct_b", name="", created_at=NOW)
+        _event(conn, "ev_1", deliveries=json.dumps(before))
+    engine.dispose()
+
+    _alembic(url, "upgrade", "head")
+    route = event_routes.parse(routes)["api_key_created.v0"]
+    engine = create_engine(migrate.sync_url(url))
+    with engine.begin() as conn:
+        kept = conn.execute(sa.text("SELECT account_id, digest, deliveries FROM event_route"))
+        assert [(a, d, _json(v)) for a, d, v in kept] == [("acct_a", route.digest, route.stored)]
+        [(deliveries, named)] = conn.execute(sa.text("SELECT deliveries, route FROM event_record"))
+        assert (_json(deliveries), named) == (before, None)
+        _event(conn, "ev_2", deliveries=None, route=route.digest)
+    engine.dispose()
+
+    _alembic(url, "downgrade", "0023")
+    engine = create_engine(migrate.sync_url(url))
+    with engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT id, deliveries FROM event_record ORDER BY id"))
+        assert [(id_, _json(v)) for id_, v in stored] == [("ev_1", before), ("ev_2", route.stored)]
+        assert not sa.inspect(conn).has_table("event_route")
+        assert sa.inspect(conn).get_pk_constraint("event_record")["constrained_columns"] == ["id"]
+    engine.dispose()
+    _alembic(url, "upgrade", "head")
+
+
+def _event(conn: Any, id_: str, **values: Any) -> None:
+    count = 2 if values.get("route") else 1
+    _insert(
+        conn,
+        "event_record",
+        id=id_,
+        account_id="acct_a",
+        created_at=NOW,
+        event_type="api_key_created.v0",
+        event="{}",
+        delivery_count=count,
+        **values,
+    )
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value

@@ -215,18 +215,29 @@ CREATE TABLE event_destination (
 CREATE INDEX ix_event_destination_account_id_id ON event_destination (account_id, id);
 
 CREATE TABLE event_record (
-	id VARCHAR(64) NOT NULL,
 	account_id VARCHAR(64) NOT NULL,
 	created_at DATETIME NOT NULL,
+	seq INTEGER NOT NULL,
+	id VARCHAR(64) NOT NULL,
 	event_type VARCHAR(128) NOT NULL,
 	event JSON NOT NULL,
-	deliveries JSON NOT NULL,
+	deliveries JSON,
 	delivery_count INTEGER NOT NULL,
-	PRIMARY KEY (id),
+	route VARCHAR(32),
+	PRIMARY KEY (seq),
 	FOREIGN KEY(account_id) REFERENCES account (id) ON DELETE CASCADE
 );
 
 CREATE INDEX ix_event_record_account_id_id ON event_record (account_id, id, delivery_count);
+
+CREATE TABLE event_route (
+	account_id VARCHAR(64) NOT NULL,
+	digest VARCHAR(32) NOT NULL,
+	deliveries JSON NOT NULL,
+	retired_at DATETIME,
+	PRIMARY KEY (account_id, digest),
+	FOREIGN KEY(account_id) REFERENCES account (id) ON DELETE CASCADE
+);
 
 CREATE TABLE event_subscription (
 	description TEXT NOT NULL,

@@ -2,7 +2,8 @@
 from its subscriptions' sources and destinations. They are kept on the account's row
 (`Account.event_routes`, JSON text) by the unit that changes them (`store`, called by the
 events' change observer), so the credential check reads them with the account and a change
-fires by them without reading the subscriptions (bench/README.md, issue 31).
+fires by them without reading the subscriptions (bench/README.md, issue 31). With them, each
+route's deliveries are kept once (`EventRoute`), for the events recorded along it to name.
 
 A request goes by the routes its credential check read, as it does by the account's fault
 rules: a subscription made or removed meanwhile by another request counts from the account's
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -21,25 +23,26 @@ from sqlmodel import col
 
 from tunnelgw import models
 from tunnelgw.models.event_delivery import DELIVERED
-from tunnelgw.storage.records import JsonText, json_text
+from tunnelgw.models.event_route import RETIRED_FOR, digest_of
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
 
 class Route:
-    """Where one event type goes: its (subscription, destination) `pairs`, and `delivered`,
-    the deliveries of an event to them when none fails, as stored (EventRecord's
-    STORED_FIELDS), encoded once per process per routes text (`parse`): an event's
-    deliveries then cost nothing to build or encode unless a fault rule may fail one."""
+    """Where one event type goes: its (subscription, destination) `pairs`; `stored`, the
+    deliveries of an event to them when none fails, as stored (EventRecord's STORED_FIELDS),
+    which the route's row keeps (`EventRoute`, by `digest`). Made once per process per routes
+    text (`parse`): an event all of whose deliveries are made names the route's digest, and
+    its deliveries cost nothing to build or store unless a fault rule may fail one."""
 
-    __slots__ = ("delivered", "pairs")
+    __slots__ = ("digest", "pairs", "stored")
 
     def __init__(self, pairs: tuple[tuple[str, str], ...]) -> None:
         self.pairs = pairs
-        stored = [
+        self.stored = [
             [subscription, destination, DELIVERED, None] for subscription, destination in pairs
         ]
-        self.delivered = JsonText(json_text(stored))
+        self.digest = digest_of(pairs)
 
 
 # Each event type's route.
@@ -70,6 +73,15 @@ _ROUTES = Query(
 _STORED = Query(
     select(col(models.Account.event_routes)).where(col(models.Account.id) == bindparam("account"))
 )
+# The routes the account's recorded events name.
+_NAMED = Query(
+    lambda: (
+        select(col(models.EventRecord.route))
+        .distinct()
+        .where(col(models.EventRecord.account_id) == bindparam("account"))
+        .where(col(models.EventRecord.route).is_not(None))
+    )
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -99,7 +111,36 @@ async def store(unit: Unit, account_id: str) -> Routes:
         routes.setdefault(type_, []).append([subscription_id, destination_id])
     text = orjson.dumps(routes).decode() if routes else None
     account.event_routes = text
-    return parse(text)
+    parsed = parse(text)
+    await _keep(unit, account_id, parsed)
+    return parsed
+
+
+async def _keep(unit: Unit, account_id: str, routes: Routes) -> None:
+    """Give each of the account's `routes` its row (EventRoute), a retired one back; retire
+    the rows of routes it no longer has, and delete those retired for `RETIRED_FOR` that no
+    recorded event names (the unit holds the account's row: `store`)."""
+    now = datetime.now(UTC)
+    given = {route.digest: route for route in routes.values()}
+    retired: list[Any] = []
+    kept = await unit.select(models.EventRoute, f'"account_id" = {unit.mark}', [account_id])
+    for row in kept:
+        if given.pop(row.digest, None) is not None:
+            if row.retired_at is not None:
+                row.retired_at = None
+        elif row.retired_at is None:
+            row.retired_at = now
+        elif row.retired_at <= now - RETIRED_FOR:
+            retired.append(row)
+    for digest, route in given.items():
+        unit.add(
+            models.EventRoute.new(account_id=account_id, digest=digest, deliveries=route.stored)
+        )
+    if retired:
+        named = set((await unit.exec(_NAMED, {"account": account_id})).all())
+        for row in retired:
+            if row.digest not in named:
+                await unit.delete(row)
 
 
 async def stored(unit: Unit, account_id: str) -> Routes:

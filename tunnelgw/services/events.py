@@ -119,6 +119,7 @@ COLUMNS = (
     "event",
     "deliveries",
     "delivery_count",
+    "route",
 )
 # An account's newest `event_deliveries_max` deliveries, in the order made (ids sort so).
 DELIVERIES = WeightedBound(lambda: models.EventRecord, "account_id", "id", "delivery_count")
@@ -273,14 +274,18 @@ async def _fire(
         }
         if failing is None:
             failing = await faults.delivery_rules(unit, account_id)
-        deliveries: Any = route.delivered
+        # All made: the route's, which its row holds (`EventRoute`; `event_routes.store`).
+        deliveries: Any = None
+        digest: str | None = route.digest
         if failing:  # sent (nothing leaves the machine): a fault rule may fail a delivery
             errors = [await faults.fail_delivery(unit, failing, t) for _, t in route.pairs]
-            deliveries = [  # EventRecord's STORED_FIELDS
-                [s, t, DELIVERED if e is None else FAILED, e]
-                for (s, t), e in zip(route.pairs, errors, strict=True)
-            ]
-        rows.append((event_id, account_id, now, type_, event, deliveries, count))
+            if any(error is not None for error in errors):
+                digest = None
+                deliveries = [  # EventRecord's STORED_FIELDS
+                    [s, t, DELIVERED if e is None else FAILED, e]
+                    for (s, t), e in zip(route.pairs, errors, strict=True)
+                ]
+        rows.append((event_id, account_id, now, type_, event, deliveries, count, digest))
         delivered += count
     if rows:
         await unit.insert_many(models.EventRecord, COLUMNS, rows)
@@ -352,12 +357,21 @@ async def _kept(
     match among the newest `event_deliveries_max`."""
     start, excess = await _start(unit, account_id)
     statement = filters.where(select(models.EventRecord), account_id, start)
+    # The deliveries of the account's routes, which its events name (a few rows: its routes and
+    # those retired that an event names, tunnelgw.models.event_route).
+    routes = {
+        route.digest: route.deliveries
+        for route in await unit.select(
+            models.EventRoute, f'"account_id" = {unit.mark}', [account_id]
+        )
+    }
     after: str | None = None
     while True:
         chunk = statement if after is None else statement.where(col(models.EventRecord.id) > after)
         rows = (await unit.exec(chunk.order_by(col(models.EventRecord.id)).limit(_CHUNK))).all()
         for row in rows:
-            deliveries = row.with_ids()[excess:] if row.id == start else row.with_ids()
+            stored = row.deliveries if row.route is None else routes[row.route]
+            deliveries = row.with_ids(stored)[excess:] if row.id == start else row.with_ids(stored)
             yield row, [item for item in deliveries if filters.takes(item)]
         if len(rows) < _CHUNK:
             return

@@ -22,9 +22,16 @@ from tunnelgw.storage.unit import Unit
 
 FORMAT = 1
 # Tables with an `account_id` that are not the account's world: the request journal, event
-# deliveries, fault rules, fixture load records and quota bounds.
+# deliveries and the routes they name, fault rules, fixture load records and quota bounds.
 EXCLUDED = frozenset(
-    {"request_journal", "event_record", "fault_rule", "fixture_load", "quota_usage"}
+    {
+        "request_journal",
+        "event_record",
+        "event_route",
+        "fault_rule",
+        "fixture_load",
+        "quota_usage",
+    }
 )
 # What reset keeps: a load updates the account's own rows of these, keeping their secrets.
 KEPT = frozenset({"principal", "api_key", "access_token"})
