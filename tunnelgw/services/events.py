@@ -370,7 +370,8 @@ async def _kept(
         chunk = statement if after is None else statement.where(col(models.EventRecord.id) > after)
         rows = (await unit.exec(chunk.order_by(col(models.EventRecord.id)).limit(_CHUNK))).all()
         for row in rows:
-            stored = row.deliveries if row.route is None else routes[row.route]
+            # (A route's row outlives the events that name it; were it gone, they show none.)
+            stored = row.deliveries if row.route is None else routes.get(row.route, [])
             deliveries = row.with_ids(stored)[excess:] if row.id == start else row.with_ids(stored)
             yield row, [item for item in deliveries if filters.takes(item)]
         if len(rows) < _CHUNK:
