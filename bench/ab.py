@@ -4,6 +4,7 @@
     python bench/ab.py 4a5609b HEAD            # two commits
     python bench/ab.py --b-env TUNNELGW_ADMIN_API=1        # the working tree, journal off / on
     python bench/ab.py --b-subscriptions 10                # ... without / with 10 subscriptions
+    python bench/ab.py 224fb7a HEAD --subscriptions 10     # two commits, both with 10
     python bench/ab.py dd0582f HEAD --pairs 20 --rounds 3  # short runs in pairs (shared machine)
 
 Each side is installed as a user installs it (`pip install` of its sources into a venv of its
@@ -286,6 +287,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("b", nargs="?", default=WORKING_TREE, help="commit of side B (default: working tree)")
     add("--b-env", action="append", default=[], metavar="K=V", help="a setting of B only")
     add("--b-subscriptions", type=int, default=0, help="event subscriptions on B's account")
+    add("--subscriptions", type=int, default=0, help="event subscriptions on both accounts")
     add("--rounds", type=int, default=4, help="rounds; each side once per round (4)")
     add("--duration", type=float, help="seconds per load run (5; with --pairs, 1)")
     add("--pairs", type=int, default=0, help="pairs of short runs per scenario and round (off)")
@@ -312,14 +314,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     (commit_a, label_a), (commit_b, label_b) = resolve(args.a), resolve(args.b)
-    a = Side(label_a, build(commit_a))
-    b = Side(label_b, build(commit_b), subscriptions=args.b_subscriptions)
+    a = Side(label_a, build(commit_a), subscriptions=args.subscriptions)
+    b = Side(label_b, build(commit_b), subscriptions=args.b_subscriptions or args.subscriptions)
     for setting in args.b_env:
         key, _, value = setting.partition("=")
         b.env[key] = value
-    settings = [*args.b_env, *([f"{b.subscriptions} subscriptions"] if b.subscriptions else [])]
-    if settings:
-        b.label += f" ({', '.join(settings)})"
+    for side, settings in (
+        (a, [f"{a.subscriptions} subscriptions"] if a.subscriptions else []),
+        (b, [*args.b_env, *([f"{b.subscriptions} subscriptions"] if b.subscriptions else [])]),
+    ):
+        if settings:
+            side.label += f" ({', '.join(settings)})"
     if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("ab: WARNING: the machine is busy; the rounds' spread will show it", file=sys.stderr)
     started = time.monotonic()
