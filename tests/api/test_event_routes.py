@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.api.test_events import destination, events, subscribe
-from tunnelgw.models import Account, EventRoute
+from tunnelgw.models import Account, EventRecord, EventRoute
 from tunnelgw.models.event_route import RETIRED_FOR, digest_of
 from tunnelgw.storage import db
 
@@ -265,3 +265,28 @@ def test_each_route_is_kept_once_and_a_retired_one_goes_once_no_event_names_it(a
     patched = admin.patch(f"{SUBSCRIPTIONS}/{sub}", json={"destination_ids": [first]})
     assert patched.status_code == 200, patched.text
     assert route_rows(factory, account)[one].retired_at is None
+
+
+def test_an_event_a_fault_rule_failed_holds_its_deliveries_the_next_names_its_route(admin, factory):
+    account = admin.creds.account_id
+    failing, working = destination(admin), destination(admin)
+    sub = subscribe(admin, ["api_key_created.v0"], [failing, working])
+    rule = {"operation": "event_destinations.deliver", "destination_id": failing, "count": 1}
+    assert admin.post("/_admin/faults", json={**rule, "status": 503}).status_code == 201
+    admin.post(KEYS, json={})
+    admin.post(KEYS, json={})
+
+    async def read() -> list[Any]:
+        async with db.read() as unit:
+            rows = await unit.select(EventRecord, f'"account_id" = {unit.mark}', [account])
+            return sorted(rows, key=lambda row: row.id)
+
+    first, second = factory._run(read)
+    assert first.route is None
+    assert {item[1]: item[2] for item in first.deliveries} == {
+        failing: "failed",
+        working: "delivered",
+    }
+    assert second.deliveries is None
+    assert second.route == digest_of(sorted([(sub, failing), (sub, working)]))
+    assert second.route in route_rows(factory, account)
