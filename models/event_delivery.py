@@ -1,9 +1,13 @@
 """An event's deliveries as `event_record` stores them and the admin API reads them: apart
 from the table's module, for what writes and reads them without the table (an account's event
-routes, tunnelgw.services.event_routes, parsed before any event is recorded)."""
+routes, tunnelgw.services.event_routes, parsed before any event is recorded), and a route's
+digest and how long a retired route is kept (tunnelgw.models.event_route)."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 DELIVERED, FAILED = "delivered", "failed"
@@ -22,3 +26,14 @@ Delivery = list[Any]
 # n-th of them (`ids.following`). Rows written before revision 0023 hold the ids themselves
 # (items of DELIVERY_FIELDS).
 STORED_FIELDS = DELIVERY_FIELDS[1:]
+
+
+# How long a retired route is kept at least, past any request that could still fire by it.
+RETIRED_FOR = timedelta(hours=1)
+
+
+def digest_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """A route's digest: of its (subscription, destination) pairs, in their order (revision
+    0024 computes it the same way)."""
+    text = "\n".join(f"{subscription} {destination}" for subscription, destination in pairs)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

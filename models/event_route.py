@@ -12,25 +12,16 @@ of the routes once no recorded event names it and it has been retired for `RETIR
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import JSON, String
 from sqlmodel import Field
 
 from tunnelgw.models.base import TIMESTAMP, Row, id_field
+from tunnelgw.models.event_delivery import RETIRED_FOR as RETIRED_FOR
 from tunnelgw.models.event_delivery import Delivery
-
-# How long a retired route is kept at least, past any request that could still fire by it.
-RETIRED_FOR = timedelta(hours=1)
-
-
-def digest_of(pairs: Iterable[tuple[str, str]]) -> str:
-    """A route's digest: of its (subscription, destination) pairs, in their order (revision
-    0024 computes it the same way)."""
-    text = "\n".join(f"{subscription} {destination}" for subscription, destination in pairs)
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+from tunnelgw.models.event_delivery import digest_of as digest_of
+from tunnelgw.storage.unit import Unit
 
 
 class EventRoute(Row, table=True):
@@ -43,3 +34,9 @@ class EventRoute(Row, table=True):
     # When the account's routes stopped giving it (the machine's clock, not an account's
     # simulated one); None: they give it.
     retired_at: datetime | None = Field(default=None, sa_type=TIMESTAMP, nullable=True)
+
+
+async def of_account(unit: Unit, account_id: str) -> list[EventRoute]:
+    """The account's route rows, retired ones included (a few: its routes, and those retired
+    that an event names or that are not yet `RETIRED_FOR` old)."""
+    return await unit.select(EventRoute, f'"account_id" = {unit.mark}', [account_id])

@@ -68,7 +68,8 @@ print(*sorted(m.rpartition(".")[2] for m in sys.modules if m.startswith("tunnelg
 """
 # The tables of what a request may use but few accounts do: the events and their routes, fault
 # rules, the request journal, IP restrictions (and the tables an event's object shows).
-FEATURES = {"event_record", "event_source", "event_subscription", "event_destination"}
+FEATURES = {"event_record", "event_route", "event_source", "event_subscription"}
+FEATURES |= {"event_destination"}
 FEATURES |= {"fault_rule", "request_journal", "ip_restriction", "ip_policy_rule"}
 FEATURES |= {"edge", "edge_route", "tunnel", "tunnel_group_backend", "tunnel_group_member"}
 

@@ -22,8 +22,7 @@ from sqlalchemy import bindparam, select
 from sqlmodel import col
 
 from tunnelgw import models
-from tunnelgw.models.event_delivery import DELIVERED
-from tunnelgw.models.event_route import RETIRED_FOR, digest_of
+from tunnelgw.models.event_delivery import DELIVERED, RETIRED_FOR, digest_of
 from tunnelgw.storage.statements import Query
 from tunnelgw.storage.unit import Unit
 
@@ -123,8 +122,9 @@ async def _keep(unit: Unit, account_id: str, routes: Routes) -> None:
     now = datetime.now(UTC)
     given = {route.digest: route for route in routes.values()}
     retired: list[Any] = []
-    kept = await unit.select(models.EventRoute, f'"account_id" = {unit.mark}', [account_id])
-    for row in kept:
+    from tunnelgw.models.event_route import of_account  # the table, at its first use
+
+    for row in await of_account(unit, account_id):
         if given.pop(row.digest, None) is not None:
             if row.retired_at is not None:
                 row.retired_at = None

@@ -357,14 +357,10 @@ async def _kept(
     match among the newest `event_deliveries_max`."""
     start, excess = await _start(unit, account_id)
     statement = filters.where(select(models.EventRecord), account_id, start)
-    # The deliveries of the account's routes, which its events name (a few rows: its routes and
-    # those retired that an event names, tunnelgw.models.event_route).
-    routes = {
-        route.digest: route.deliveries
-        for route in await unit.select(
-            models.EventRoute, f'"account_id" = {unit.mark}', [account_id]
-        )
-    }
+    # The deliveries of the routes the account's events name (tunnelgw.models.event_route).
+    from tunnelgw.models.event_route import of_account
+
+    routes = {route.digest: route.deliveries for route in await of_account(unit, account_id)}
     after: str | None = None
     while True:
         chunk = statement if after is None else statement.where(col(models.EventRecord.id) > after)
